@@ -1,0 +1,78 @@
+import path from 'node:path';
+import { z } from 'zod';
+import { isIpOrCidr } from './net/ip-ranges.ts';
+
+/** Thrown when the environment holds a value the service cannot start with. */
+export class ConfigError extends Error {}
+
+const port = z.coerce.number().int().min(0).max(65535);
+const positiveInt = z.coerce.number().int().positive();
+const commaList = z
+  .string()
+  .transform((value) => value.split(',').map((item) => item.trim()).filter(Boolean));
+
+/**
+ * Every setting the service reads from the environment, with its default. The variable name is
+ * the key, so a validation error names the variable to fix.
+ */
+const environmentSchema = z.object({
+  PORT: port.default(8080),
+  HOST: z.string().min(1).default('0.0.0.0'),
+  DATABASE_URL: z
+    .string()
+    .regex(/^postgres(ql)?:\/\//, 'must be a postgres:// or postgresql:// URL')
+    .optional(),
+  WARDEN_DATA_DIR: z.string().min(1).default('data'),
+  WARDEN_EMBEDDED_PG_PORT: port.default(54329),
+  WARDEN_TOKEN_TTL_SECONDS: positiveInt.max(7 * 24 * 3600).default(3600),
+  WARDEN_JWT_SECRET: z.string().min(32, 'must be at least 32 characters').optional(),
+  WARDEN_TRUSTED_PROXIES: commaList.default([]),
+  WARDEN_BODY_LIMIT_BYTES: positiveInt.default(16 * 1024 * 1024),
+  WARDEN_DB_POOL_MAX: positiveInt.max(200).default(10),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+});
+
+export type Config = Readonly<{
+  port: number;
+  host: string;
+  databaseUrl: string | undefined;
+  dataDir: string;
+  embeddedPgPort: number;
+  tokenTtlSeconds: number;
+  jwtSecret: string | undefined;
+  trustedProxies: readonly string[];
+  bodyLimitBytes: number;
+  dbPoolMax: number;
+  logLevel: string;
+}>;
+
+/** Builds the one frozen config object; throws ConfigError naming each bad variable. */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const relevant = Object.fromEntries(
+    Object.keys(environmentSchema.shape).map((key) => [key, env[key] === '' ? undefined : env[key]]),
+  );
+  const parsed = environmentSchema.safeParse(relevant);
+  if (!parsed.success) {
+    const problems = parsed.error.issues.map((issue) => `${issue.path.join('.')}: ${issue.message}`);
+    throw new ConfigError(`Invalid configuration:\n  ${problems.join('\n  ')}`);
+  }
+  const values = parsed.data;
+  for (const proxy of values.WARDEN_TRUSTED_PROXIES) {
+    if (!isIpOrCidr(proxy)) {
+      throw new ConfigError(`Invalid configuration:\n  WARDEN_TRUSTED_PROXIES: "${proxy}" is not an IP address or CIDR range`);
+    }
+  }
+  return Object.freeze({
+    port: values.PORT,
+    host: values.HOST,
+    databaseUrl: values.DATABASE_URL,
+    dataDir: path.resolve(values.WARDEN_DATA_DIR),
+    embeddedPgPort: values.WARDEN_EMBEDDED_PG_PORT,
+    tokenTtlSeconds: values.WARDEN_TOKEN_TTL_SECONDS,
+    jwtSecret: values.WARDEN_JWT_SECRET,
+    trustedProxies: Object.freeze([...values.WARDEN_TRUSTED_PROXIES]),
+    bodyLimitBytes: values.WARDEN_BODY_LIMIT_BYTES,
+    dbPoolMax: values.WARDEN_DB_POOL_MAX,
+    logLevel: values.LOG_LEVEL,
+  });
+}

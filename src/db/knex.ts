@@ -1,0 +1,34 @@
+import knexFactory, { type Knex } from 'knex';
+import pg from 'pg';
+
+// int8 values here are counts and ids well inside 2^53: hand them to JS as numbers.
+pg.types.setTypeParser(pg.types.builtins.INT8, (value) => Number(value));
+
+export type Db = Knex;
+export type Executor = Knex | Knex.Transaction;
+
+export function createKnex(url: string, poolMax: number): Knex {
+  return knexFactory({
+    client: 'pg',
+    connection: url,
+    pool: { min: 0, max: poolMax },
+  });
+}
+
+const RETRYABLE = new Set(['40001', '40P01']);
+
+/**
+ * Runs `work` in one transaction, retrying a few times when PostgreSQL aborts it for a
+ * serialization failure or a deadlock: both leave nothing written, so a retry is safe.
+ */
+export async function withTransaction<T>(db: Knex, work: (trx: Knex.Transaction) => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await db.transaction(work);
+    } catch (error) {
+      const code = (error as { code?: string }).code;
+      if (!code || !RETRYABLE.has(code) || attempt >= 4) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 5 * attempt + Math.random() * 10));
+    }
+  }
+}

@@ -1,0 +1,65 @@
+import Router from '@koa/router';
+import Koa from 'koa';
+import type { AppContext } from '../context.ts';
+import { registerMerchantRoutes } from '../modules/merchant/routes.ts';
+import { respond } from './envelope.ts';
+import { HttpError, MethodNotAllowedError } from './errors.ts';
+import { buildOpenApiDocument, createOpenApiRegistry } from './openapi.ts';
+import { requestLifecycle } from './middleware.ts';
+
+/** Builds the Koa application for one context; main.ts and the tests both call this. */
+export function createApp(app: AppContext): Koa {
+  const koa = new Koa({ proxy: false });
+  const router = new Router();
+  const docs = createOpenApiRegistry();
+
+  registerMerchantRoutes(router, app, docs);
+  registerOperationalRoutes(router, app);
+  const openApiDocument = buildOpenApiDocument(docs);
+  router.get('/api/openapi.json', (ctx) => {
+    ctx.body = openApiDocument;
+  });
+
+  koa.use(requestLifecycle(app));
+  koa.use(addTrailingSlash);
+  koa.use(router.routes());
+  koa.use(async (ctx, next) => {
+    await next();
+    // A path that exists under another method: 405 with Allow, in the envelope.
+    const allowed = methodsFor(router, ctx.path);
+    if (allowed.length && !allowed.includes(ctx.method)) {
+      ctx.set('Allow', allowed.join(', '));
+      throw new MethodNotAllowedError(allowed);
+    }
+  });
+  return koa;
+}
+
+/** The spec writes every API path with a trailing slash; a caller that leaves it off reaches the same route. */
+async function addTrailingSlash(ctx: Koa.Context, next: Koa.Next) {
+  if (ctx.path.startsWith('/api/') && !ctx.path.endsWith('/') && !ctx.path.endsWith('.json')) ctx.path = `${ctx.path}/`;
+  await next();
+}
+
+function methodsFor(router: Router, path: string): string[] {
+  const matched = router.match(path, 'GET');
+  const methods = new Set<string>();
+  for (const layer of matched.path) for (const method of layer.methods) methods.add(method);
+  return [...methods];
+}
+
+function registerOperationalRoutes(router: Router, app: AppContext): void {
+  router.get('/healthz', (ctx) => respond(ctx, 'ok', { uptime_seconds: Math.round(process.uptime()) }));
+  router.get('/readyz', async (ctx) => {
+    try {
+      await app.db.raw('select 1');
+    } catch {
+      throw new HttpError(503, 'Database unreachable.', 'database_unreachable');
+    }
+    respond(ctx, 'ready', { database: 'ok' });
+  });
+  router.get('/metrics', async (ctx) => {
+    ctx.type = app.metrics.registry.contentType;
+    ctx.body = await app.metrics.registry.metrics();
+  });
+}

@@ -1,0 +1,62 @@
+/**
+ * An error that maps to an HTTP response in the envelope. `reason` is the stable, machine-readable
+ * code the spec names (for example token_expired); `data` adds fields to the envelope's data.
+ */
+export class HttpError extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+    readonly reason?: string,
+    readonly data?: Record<string, unknown>,
+  ) {
+    super(message);
+  }
+}
+
+export class BadRequestError extends HttpError {
+  constructor(message: string, reason = 'bad_request', data?: Record<string, unknown>) {
+    super(400, message, reason, data);
+  }
+}
+
+export class UnauthorizedError extends HttpError {
+  constructor(message: string, reason = 'unauthorized') {
+    super(401, message, reason);
+  }
+}
+
+export class ForbiddenError extends HttpError {
+  constructor(message: string, reason = 'forbidden') {
+    super(403, message, reason);
+  }
+}
+
+export class NotFoundError extends HttpError {
+  constructor(message = 'Not found.', reason = 'not_found') {
+    super(404, message, reason);
+  }
+}
+
+export class MethodNotAllowedError extends HttpError {
+  constructor(allowed: string[]) {
+    super(405, `Method not allowed. Allowed: ${allowed.join(', ')}.`, 'method_not_allowed');
+  }
+}
+
+export class ConflictError extends HttpError {
+  constructor(message: string, reason = 'conflict') {
+    super(409, message, reason);
+  }
+}
+
+export class PayloadTooLargeError extends HttpError {
+  constructor(message: string, reason = 'payload_too_large') {
+    super(413, message, reason);
+  }
+}
+
+export class UnsupportedMediaTypeError extends HttpError {
+  constructor(message: string, reason = 'unsupported_media_type') {
+    super(415, message, reason);
+  }
+}

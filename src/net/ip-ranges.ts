@@ -1,0 +1,67 @@
+import ipaddr from 'ipaddr.js';
+
+type Address = ipaddr.IPv4 | ipaddr.IPv6;
+type Range = [Address, number];
+
+/**
+ * Parses an address, folding IPv4-mapped IPv6 (::ffff:1.2.3.4, what Node reports for IPv4
+ * clients on a dual-stack socket) to plain IPv4 so that lists written in IPv4 match them.
+ */
+export function parseIp(text: string): Address | null {
+  if (!ipaddr.isValid(text)) return null;
+  const address = ipaddr.parse(text);
+  if (address.kind() === 'ipv6' && (address as ipaddr.IPv6).isIPv4MappedAddress()) {
+    return (address as ipaddr.IPv6).toIPv4Address();
+  }
+  return address;
+}
+
+/** Strict check used for validation: a full IPv4 dotted quad or any valid IPv6. */
+export function isIpAddress(text: string): boolean {
+  return ipaddr.IPv4.isValidFourPartDecimal(text) || ipaddr.IPv6.isValid(text);
+}
+
+function parseRange(text: string): Range | null {
+  if (text.includes('/')) {
+    try {
+      const [address, bits] = ipaddr.parseCIDR(text);
+      return [address, bits];
+    } catch {
+      return null;
+    }
+  }
+  const address = isIpAddress(text) ? parseIp(text) : null;
+  if (!address) return null;
+  return [address, address.kind() === 'ipv4' ? 32 : 128];
+}
+
+export function isIpOrCidr(text: string): boolean {
+  return parseRange(text) !== null;
+}
+
+/** A parsed list of exact addresses and CIDR ranges, matched against one address at a time. */
+export class IpRangeList {
+  private readonly ranges: Range[];
+  readonly allowsAll: boolean;
+
+  constructor(entries: readonly string[]) {
+    this.allowsAll = entries.length === 1 && entries[0] === '*';
+    this.ranges = this.allowsAll
+      ? []
+      : entries.map((entry) => {
+          const range = parseRange(entry);
+          if (!range) throw new Error(`"${entry}" is not an IP address or CIDR range`);
+          return range;
+        });
+  }
+
+  contains(ip: string): boolean {
+    if (this.allowsAll) return true;
+    const address = parseIp(ip);
+    if (!address) return false;
+    return this.ranges.some(([base, bits]) => {
+      if (base.kind() !== address.kind()) return false;
+      return address.match([base, bits] as never);
+    });
+  }
+}

@@ -1,0 +1,58 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Config } from './config.ts';
+import type { AppContext } from './context.ts';
+import { openDatabase, type Database } from './db/database.ts';
+import { createApp } from './http/app.ts';
+import { createMetrics } from './http/metrics.ts';
+import { createLogger, type Logger } from './logger.ts';
+import { loadSigningKey, TokenService } from './modules/merchant/tokens.ts';
+
+export interface RunningServer {
+  context: AppContext;
+  server: http.Server;
+  url: string;
+  /** Stops accepting, drains in-flight requests (up to `drainMs`), then closes the database. */
+  close(drainMs?: number): Promise<void>;
+}
+
+/** Builds the context over an open database: the one place where the pieces are wired together. */
+export async function buildContext(config: Config, db: Database['knex'], logger: Logger): Promise<AppContext> {
+  const tokens = new TokenService(await loadSigningKey(db, config.jwtSecret));
+  return { config, db, logger, metrics: createMetrics(), tokens };
+}
+
+/** Opens the database, builds the context and app, and listens. */
+export async function startServer(config: Config, logger: Logger = createLogger(config.logLevel)): Promise<RunningServer> {
+  const database = await openDatabase(config, (message) => logger.info(message));
+  const context = await buildContext(config, database.knex, logger);
+  const koa = createApp(context);
+  const server = http.createServer(koa.callback());
+  server.keepAliveTimeout = 65_000;
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(config.port, config.host, () => resolve());
+  });
+  const address = server.address() as AddressInfo;
+  const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+  const url = `http://${host === '0.0.0.0' || host === '[::]' ? 'localhost' : host}:${address.port}`;
+  logger.info({ url, database: database.description }, `Warden listening on ${url}`);
+
+  let closing: Promise<void> | undefined;
+  return {
+    context,
+    server,
+    url,
+    close(drainMs = 10_000) {
+      closing ??= (async () => {
+        const drained = new Promise<void>((resolve) => server.close(() => resolve()));
+        server.closeIdleConnections();
+        const timer = setTimeout(() => server.closeAllConnections(), drainMs);
+        await drained;
+        clearTimeout(timer);
+        await database.close();
+      })();
+      return closing;
+    },
+  };
+}
