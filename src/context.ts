@@ -2,6 +2,7 @@ import type { Knex } from 'knex';
 import type { Config } from './config.ts';
 import type { Metrics } from './http/metrics.ts';
 import type { Logger } from './logger.ts';
+import type { CredentialCache } from './modules/merchant/credential-cache.ts';
 import type { TokenService } from './modules/merchant/tokens.ts';
 
 /**
@@ -14,6 +15,9 @@ export interface AppContext {
   logger: Logger;
   metrics: Metrics;
   tokens: TokenService;
+  credentials: CredentialCache;
+  /** Stops what the context started (listeners, pools); the database is closed by its owner. */
+  close(): Promise<void>;
 }
 
 /** Who made a write, recorded with it. */

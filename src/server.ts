@@ -6,6 +6,7 @@ import { openDatabase, type Database } from './db/database.ts';
 import { createApp } from './http/app.ts';
 import { createMetrics } from './http/metrics.ts';
 import { createLogger, type Logger } from './logger.ts';
+import { CredentialCache } from './modules/merchant/credential-cache.ts';
 import { loadSigningKey, TokenService } from './modules/merchant/tokens.ts';
 
 export interface RunningServer {
@@ -19,7 +20,19 @@ export interface RunningServer {
 /** Builds the context over an open database: the one place where the pieces are wired together. */
 export async function buildContext(config: Config, db: Database['knex'], logger: Logger): Promise<AppContext> {
   const tokens = new TokenService(await loadSigningKey(db, config.jwtSecret));
-  return { config, db, logger, metrics: createMetrics(), tokens };
+  const credentials = new CredentialCache(db, logger);
+  await credentials.start();
+  return {
+    config,
+    db,
+    logger,
+    metrics: createMetrics(),
+    tokens,
+    credentials,
+    async close() {
+      await credentials.stop();
+    },
+  };
 }
 
 /** Opens the database, builds the context and app, and listens. */
@@ -50,6 +63,7 @@ export async function startServer(config: Config, logger: Logger = createLogger(
         const timer = setTimeout(() => server.closeAllConnections(), drainMs);
         await drained;
         clearTimeout(timer);
+        await context.close();
         await database.close();
       })();
       return closing;

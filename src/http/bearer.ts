@@ -1,6 +1,6 @@
 import type { Context, Next } from 'koa';
 import type { AppContext } from '../context.ts';
-import { findCredential, assertCredentialUsable } from '../modules/merchant/service.ts';
+import { assertCredentialUsable } from '../modules/merchant/service.ts';
 import { TokenVerificationError } from '../modules/merchant/tokens.ts';
 import { UnauthorizedError } from './errors.ts';
 import type { RequestState } from './state.ts';
@@ -15,8 +15,8 @@ const MESSAGES = {
 /**
  * Guards every merchant (Bearer) endpoint: 401 for a missing, malformed, expired or wrongly
  * signed token or a token of another kind; 403 when the credential has been deactivated or the
- * caller IP left its allowed list since the token was issued. The credential is read on every
- * request so that a deactivation takes effect at once.
+ * caller IP left its allowed list since the token was issued. The credential comes from a cache that
+ * PostgreSQL notifications invalidate, so that a deactivation takes effect at once.
  */
 export function requireMerchant(app: AppContext) {
   return async (ctx: Context, next: Next) => {
@@ -32,11 +32,11 @@ export function requireMerchant(app: AppContext) {
       // A session or agent token here is a 401, not a 403: it is no merchant credential at all.
       throw new UnauthorizedError(MESSAGES[error.reason], error.reason);
     }
-    const credential = await findCredential(app.db, verified.subject);
-    if (!credential) throw new UnauthorizedError(MESSAGES.token_invalid, 'token_invalid');
+    const cached = await app.credentials.get(verified.subject);
+    if (!cached) throw new UnauthorizedError(MESSAGES.token_invalid, 'token_invalid');
     const state = ctx.state as RequestState;
-    assertCredentialUsable(credential, state.clientIp);
-    state.credential = credential;
+    assertCredentialUsable(cached.credential, state.clientIp, cached.allowList);
+    state.credential = cached.credential;
     state.tokenSessionId = verified.sessionId;
     await next();
   };

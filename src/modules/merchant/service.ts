@@ -6,6 +6,7 @@ import type { Actor } from '../../context.ts';
 import type { Executor } from '../../db/knex.ts';
 import { ForbiddenError, UnauthorizedError } from '../../http/errors.ts';
 import { IpRangeList, isIpOrCidr } from '../../net/ip-ranges.ts';
+import { CREDENTIAL_CHANNEL } from './credential-cache.ts';
 import { MerchantCredential } from './models.ts';
 
 export class InvalidInputError extends Error {}
@@ -79,6 +80,8 @@ async function updateCredential(
       .returning('*');
     if (!updated) throw new CredentialNotFoundError(apiKey);
     await recordAudit(trx, actor, action, 'merchant_credential', updated.id, changes);
+    // Delivered at commit to every node's credential cache.
+    await trx.raw('select pg_notify(?, ?)', [CREDENTIAL_CHANNEL, updated.id]);
     return updated;
   });
 }
@@ -92,9 +95,13 @@ export function setAllowedIps(db: Knex, apiKey: string, entries: string[], actor
 }
 
 /** Throws the spec's 403s for an inactive credential or a caller IP outside its list. */
-export function assertCredentialUsable(credential: MerchantCredential, callerIp: string): void {
+export function assertCredentialUsable(
+  credential: MerchantCredential,
+  callerIp: string,
+  allowList = new IpRangeList(credential.allowed_ips),
+): void {
   if (!credential.active) throw new ForbiddenError(CREDENTIAL_INACTIVE, 'credential_inactive');
-  if (!new IpRangeList(credential.allowed_ips).contains(callerIp)) {
+  if (!allowList.contains(callerIp)) {
     throw new ForbiddenError(IP_NOT_ALLOWED, 'ip_not_allowed');
   }
 }
@@ -111,8 +118,4 @@ export async function authenticate(
   if (!credential || !secretMatches) throw new UnauthorizedError(INVALID_CREDENTIALS, 'invalid_credentials');
   assertCredentialUsable(credential, callerIp);
   return credential;
-}
-
-export async function findCredential(db: Executor, id: string): Promise<MerchantCredential | undefined> {
-  return MerchantCredential.query(db).findById(id);
 }

@@ -1,0 +1,21 @@
+/**
+ * `npm run bench [name...]`: runs the named benchmarks (all by default), prints them and writes
+ * each to its section of bench/RESULTS.md.
+ */
+import { benchTokenCheck } from './token-check.ts';
+
+const BENCHMARKS: Record<string, () => Promise<void>> = {
+  'token-check': benchTokenCheck,
+};
+
+const selected = process.argv.slice(2);
+for (const name of selected.length ? selected : Object.keys(BENCHMARKS)) {
+  const benchmark = BENCHMARKS[name];
+  if (!benchmark) {
+    console.error(`Unknown benchmark ${name}; known: ${Object.keys(BENCHMARKS).join(', ')}`);
+    process.exit(2);
+  }
+  console.log(`\n# ${name}`);
+  await benchmark();
+}
+process.exit(0);

@@ -1,0 +1,144 @@
+import { CompiledRuleSet, compileRuleSet, describeRuleError } from './compiler.ts';
+import type { Decision, EvaluationInput, RuleDefinition } from './definitions.ts';
+
+export interface Thresholds {
+  /** A score from this value on gives REVIEW. */
+  review: number;
+  /** A score from this value on gives REJECT. */
+  reject: number;
+}
+
+export interface MatchedRule {
+  code: string;
+  version: number;
+  score: number;
+  decision: Decision | null;
+}
+
+export interface EvaluationResult {
+  /** Sum of the matching rules' contributions, clamped to 0..100, with at most 2 decimals. */
+  score: number;
+  decision: Decision;
+  matched: MatchedRule[];
+  /** code -> version of every rule that ran for the record, matched or not. */
+  rule_versions: Readonly<Record<string, number>>;
+  /** Rules that threw; they count as not matched. */
+  errors: Array<{ code: string; message: string }>;
+  /** Time spent on this record's rules, in whole microseconds. */
+  duration_us: number;
+}
+
+const FORCED_RANK: Readonly<Record<Decision, number>> = { ACCEPT: 1, REVIEW: 2, REJECT: 3 };
+
+/**
+ * Runs the rules of each input's target (and event) over it. A forced decision of a matching rule
+ * wins, REJECT over REVIEW over ACCEPT; otherwise the clamped score against the thresholds decides.
+ * A rule that throws is reported in `errors` and never fails the batch.
+ */
+export function evaluateRecords(
+  rules: CompiledRuleSet | readonly RuleDefinition[],
+  inputs: readonly EvaluationInput[],
+  thresholds: Thresholds,
+): EvaluationResult[] {
+  const ruleSet = rules instanceof CompiledRuleSet ? rules : compileRuleSet(rules);
+  const results = new Array<EvaluationResult>(inputs.length);
+  for (let i = 0; i < inputs.length; i++) {
+    const input = inputs[i]!;
+    const started = performance.now();
+    const { rules: applicable, ruleVersions } = ruleSet.applicable(input.target, input.event?.slug ?? null);
+    let hundredths = 0;
+    let forced: Decision | null = null;
+    const matched: MatchedRule[] = [];
+    const errors: Array<{ code: string; message: string }> = [];
+    for (const rule of applicable) {
+      let hit: boolean;
+      try {
+        hit = rule.matches(input);
+      } catch (error) {
+        errors.push({ code: rule.code, message: describeRuleError(error) });
+        continue;
+      }
+      if (!hit) continue;
+      hundredths += rule.scoreHundredths;
+      matched.push({ code: rule.code, version: rule.version, score: rule.score, decision: rule.decision });
+      if (rule.decision !== null && (forced === null || FORCED_RANK[rule.decision] > FORCED_RANK[forced])) {
+        forced = rule.decision;
+      }
+    }
+    const score = Math.min(10_000, Math.max(0, hundredths)) / 100;
+    const decision = forced ?? (score >= thresholds.reject ? 'REJECT' : score >= thresholds.review ? 'REVIEW' : 'ACCEPT');
+    results[i] = {
+      score,
+      decision,
+      matched,
+      rule_versions: ruleVersions,
+      errors,
+      duration_us: Math.round((performance.now() - started) * 1000),
+    };
+  }
+  return results;
+}
+
+export type FlatValue = string | number | boolean | null;
+export type FlatValues = Record<string, FlatValue>;
+
+/** The data_context of an execution log: what the rules saw, as four flat key/value sets. */
+export interface DecisionContext {
+  transaction: FlatValues;
+  customer: FlatValues;
+  aggregates: FlatValues;
+  event: FlatValues;
+}
+
+/**
+ * For a customer record the record is the customer, so `transaction` is empty rather than a copy.
+ */
+export function buildDecisionContext(input: EvaluationInput): DecisionContext {
+  return {
+    transaction: input.target === 'customer' ? {} : flatten(input.record),
+    customer: input.customer ? flatten(input.customer) : {},
+    aggregates: flatten(input.aggregates),
+    event: input.event ? flatten(input.event) : {},
+  };
+}
+
+/**
+ * Nested objects and arrays become dotted keys (`geo.lat`, `sanction_topic.0`); an empty object or
+ * array keeps its key with null. An explicit stack, because records carry free-form metadata whose
+ * nesting depth the merchant chooses.
+ */
+function flatten(source: object): FlatValues {
+  const flat: FlatValues = {};
+  const pending: Array<[string, unknown]> = Object.entries(source).reverse();
+  while (pending.length > 0) {
+    const [key, raw] = pending.pop()!;
+    const value = toPlain(raw);
+    if (value === undefined) continue;
+    if (value === null || typeof value !== 'object') {
+      flat[key] = value;
+      continue;
+    }
+    const children = Object.entries(value);
+    if (children.length === 0) {
+      flat[key] = null;
+      continue;
+    }
+    for (let i = children.length - 1; i >= 0; i--) {
+      const [childKey, child] = children[i]!;
+      pending.push([`${key}.${childKey}`, child]);
+    }
+  }
+  return flat;
+}
+
+/** Dates and decimals (anything with toJSON) are stored as they would serialize. */
+function toPlain(value: unknown): FlatValue | object | undefined {
+  const plain =
+    value !== null && typeof value === 'object' && typeof (value as { toJSON?: unknown }).toJSON === 'function'
+      ? (value as { toJSON: () => unknown }).toJSON()
+      : value;
+  if (plain === undefined || typeof plain === 'function' || typeof plain === 'symbol') return undefined;
+  if (typeof plain === 'bigint') return plain.toString();
+  if (typeof plain === 'number') return Number.isFinite(plain) ? plain : null;
+  return plain as FlatValue | object;
+}

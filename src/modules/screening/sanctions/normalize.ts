@@ -1,0 +1,152 @@
+import anyAscii from 'any-ascii';
+import countries from 'i18n-iso-countries';
+import doubleMetaphone from 'talisman/phonetics/double-metaphone.js';
+
+/**
+ * Legal-form words carry no identity: "Galax Trading Co., Ltd." and "GALAX TRADING LIMITED" are
+ * the same company. Dots are removed before this lookup, so "S.A." arrives as "sa".
+ */
+const LEGAL_FORM_WORDS = new Set([
+  'ab', 'ag', 'ao', 'aps', 'as', 'bhd', 'bv', 'cjsc', 'co', 'company', 'corp', 'corporation', 'cv',
+  'dd', 'doo', 'eirl', 'fzc', 'fzco', 'fze', 'fzllc', 'gmbh', 'inc', 'incorporated', 'jsc', 'kft',
+  'kg', 'kk', 'limited', 'llc', 'llp', 'lp', 'ltd', 'ltda', 'mbh', 'nv', 'oao', 'ojsc', 'ooo', 'oy',
+  'oyj', 'pao', 'pjsc', 'plc', 'pllc', 'pte', 'pty', 'pvt', 'sa', 'sab', 'sae', 'sal', 'sapi', 'sarl',
+  'sas', 'se', 'spa', 'sro', 'srl', 'tbk', 'zao', 'zrt',
+]);
+
+/** Multi-word legal forms whose single words ("de", "s", "z") must survive elsewhere in a name. */
+const LEGAL_FORM_PHRASES: readonly (readonly string[])[] = [
+  ['s', 'de', 'rl', 'de', 'cv'],
+  ['s', 'de', 'rl'],
+  ['sa', 'de', 'cv'],
+  ['sapi', 'de', 'cv'],
+  ['sab', 'de', 'cv'],
+  ['de', 'cv'],
+  ['s', 'en', 'c'],
+  ['sp', 'z', 'oo'],
+  ['sdn', 'bhd'],
+  ['private', 'limited'],
+  ['public', 'limited', 'company'],
+  ['limited', 'liability', 'company'],
+];
+
+/** Titles that lists attach inconsistently ("AL ZAWAHIRI, Dr. Ayman" next to "AL-ZAWAHIRI, Ayman"). */
+const HONORIFICS = new Set([
+  'colonel', 'dame', 'dr', 'hadji', 'haji', 'hajji', 'madam', 'maulana', 'maulvi', 'mawlawi', 'miss',
+  'mr', 'mrs', 'ms', 'mullah', 'mx', 'prof', 'rev', 'shaikh', 'shaykh', 'sheik', 'sheikh', 'sir',
+]);
+
+function tokenize(text: string): string[] {
+  return anyAscii(text)
+    .toLowerCase()
+    // "Sa'id" must stay one token and "S.A." must become "sa", not two letters.
+    .replace(/['`.]/g, '')
+    .split(/[^a-z0-9]+/)
+    .filter((token) => token.length > 0);
+}
+
+function phraseAt(tokens: readonly string[], start: number): number {
+  for (const phrase of LEGAL_FORM_PHRASES) {
+    if (phrase.every((word, offset) => tokens[start + offset] === word)) return phrase.length;
+  }
+  return 0;
+}
+
+/**
+ * The comparable form of a person's or organization's name: ASCII, lower case, without
+ * punctuation, legal forms or titles, as a sorted set of tokens so that word order does not
+ * matter ("HASSAN, Muhammad al-" and "Muhammad al Hassan" give the same tokens).
+ * A name made only of such words ("Company Limited") keeps them rather than vanishing.
+ */
+export function normalizeName(name: string): string[] {
+  const tokens = tokenize(name);
+  const kept: string[] = [];
+  for (let i = 0; i < tokens.length; ) {
+    const phraseLength = phraseAt(tokens, i);
+    if (phraseLength > 0) {
+      i += phraseLength;
+      continue;
+    }
+    const token = tokens[i++]!;
+    if (!LEGAL_FORM_WORDS.has(token) && !HONORIFICS.has(token)) kept.push(token);
+  }
+  return [...new Set(kept.length > 0 ? kept : tokens)].sort();
+}
+
+/**
+ * Double Metaphone codes of one normalized token: [primary, secondary], equal when the word has
+ * one pronunciation. Tokens without letters (numbers in company names) are their own key, since
+ * Double Metaphone gives an empty code that would make every number sound alike.
+ */
+export function phoneticKeys(token: string): [string, string] {
+  const [primary, secondary] = doubleMetaphone(token);
+  if (primary === '') return [token, token];
+  return [primary, secondary === '' ? primary : secondary];
+}
+
+function countryLookupKey(name: string): string {
+  return anyAscii(name)
+    .toLowerCase()
+    .replace(/[^a-z0-9]+/g, ' ')
+    .trim()
+    .replace(/^(?:region |the )/, '');
+}
+
+/** Names the lists use that i18n-iso-countries does not know (OFAC's and the UN's spellings). */
+const COUNTRY_ALIASES: Record<string, string> = {
+  'british virgin islands': 'VG',
+  burma: 'MM',
+  'china hong kong special administrative region': 'HK',
+  'democratic people s republic of korea': 'KP',
+  gaza: 'PS',
+  'gaza strip': 'PS',
+  kosovo: 'XK',
+  'cabo verde': 'CV',
+  'former yugoslav republic of macedonia': 'MK',
+  laos: 'LA',
+  macedonia: 'MK',
+  moldova: 'MD',
+  palestinian: 'PS',
+  syria: 'SY',
+  'united kingdom of great britain and northern ireland': 'GB',
+  'west bank': 'PS',
+};
+
+let countryIndex: Map<string, string> | undefined;
+
+function countryNameIndex(): Map<string, string> {
+  if (countryIndex) return countryIndex;
+  const index = new Map<string, string>();
+  for (const [alpha2, names] of Object.entries(countries.getNames('en', { select: 'all' }))) {
+    const alpha3 = countries.alpha2ToAlpha3(alpha2);
+    if (!alpha3) continue;
+    for (const name of names) index.set(countryLookupKey(name), alpha3);
+  }
+  for (const [name, alpha2] of Object.entries(COUNTRY_ALIASES)) {
+    const alpha3 = countries.alpha2ToAlpha3(alpha2);
+    if (alpha3) index.set(name, alpha3);
+  }
+  countryIndex = index;
+  return index;
+}
+
+/**
+ * ISO 3166-1 alpha-3 code (upper case) for an alpha-2 or alpha-3 code or an English country name
+ * as the lists write it ("Korea, North", "Iran (Islamic Republic of)", "nationality possibly
+ * Palestinian"); null when the value names no country.
+ */
+export function countryToAlpha3(value: string): string | null {
+  const trimmed = value.trim();
+  if (/^[a-z]{2}$/i.test(trimmed)) return countries.alpha2ToAlpha3(trimmed.toUpperCase()) ?? null;
+  if (/^[a-z]{3}$/i.test(trimmed)) {
+    const upper = trimmed.toUpperCase();
+    return countries.isValid(upper) ? upper : null;
+  }
+  const index = countryNameIndex();
+  const key = countryLookupKey(trimmed.replace(/^possibly\s+/i, ''));
+  const withoutParenthesis = countryLookupKey(trimmed.replace(/\s*\(.*\)\s*/g, ' '));
+  // "Congo, Democratic Republic of the" is "Democratic Republic of the Congo" read backwards.
+  const commaParts = trimmed.split(',');
+  const inverted = commaParts.length === 2 ? countryLookupKey(`${commaParts[1]} ${commaParts[0]}`) : '';
+  return index.get(key) ?? index.get(withoutParenthesis) ?? index.get(inverted) ?? null;
+}

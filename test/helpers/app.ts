@@ -1,0 +1,95 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { loadConfig, type Config } from '../../src/config.ts';
+import type { AppContext } from '../../src/context.ts';
+import { createApp } from '../../src/http/app.ts';
+import { createLogger } from '../../src/logger.ts';
+import { createCredential } from '../../src/modules/merchant/service.ts';
+import { buildContext } from '../../src/server.ts';
+import { createTestDatabase, type TestDatabase } from './database.ts';
+
+export interface TestApp {
+  url: string;
+  context: AppContext;
+  database: TestDatabase;
+  /** JSON request helper: returns status, headers and the parsed body. */
+  request(method: string, path: string, options?: RequestOptions): Promise<TestResponse>;
+  /** Creates a credential (allowing every IP unless told otherwise) and returns its key and secret. */
+  credential(options?: { name?: string; allowedIps?: string[] }): Promise<{ apiKey: string; apiSecret: string; id: string }>;
+  /** A Bearer token for a fresh credential. */
+  merchantToken(): Promise<string>;
+  close(): Promise<void>;
+}
+
+export interface RequestOptions {
+  json?: unknown;
+  body?: string | Buffer;
+  headers?: Record<string, string>;
+  token?: string;
+}
+
+export interface TestResponse {
+  status: number;
+  headers: Headers;
+  // Tests read fields freely from the parsed envelope.
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  body: any;
+  text: string;
+}
+
+export async function startTestApp(env: Record<string, string> = {}): Promise<TestApp> {
+  const database = await createTestDatabase();
+  const config: Config = loadConfig({ LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent', ...env });
+  const context = await buildContext(config, database.knex, createLogger(config.logLevel));
+  const server = http.createServer(createApp(context).callback());
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+
+  const request = async (method: string, path: string, options: RequestOptions = {}): Promise<TestResponse> => {
+    const headers: Record<string, string> = { ...options.headers };
+    let body: string | Buffer | undefined = options.body;
+    if (options.json !== undefined) {
+      body = JSON.stringify(options.json);
+      headers['content-type'] ??= 'application/json';
+    }
+    if (options.token) headers.authorization = `Bearer ${options.token}`;
+    const response = await fetch(url + path, { method, headers, body });
+    const text = await response.text();
+    let parsed: unknown = undefined;
+    try {
+      parsed = JSON.parse(text);
+    } catch {
+      parsed = undefined;
+    }
+    return { status: response.status, headers: response.headers, body: parsed, text };
+  };
+
+  const credential = async (options: { name?: string; allowedIps?: string[] } = {}) => {
+    const { credential: created, apiSecret } = await createCredential(
+      database.knex,
+      { client: options.name ?? 'Test Merchant', allowedIps: options.allowedIps ?? ['*'] },
+      { type: 'operator', id: 'test' },
+    );
+    return { apiKey: created.api_key, apiSecret, id: created.id };
+  };
+
+  return {
+    url,
+    context,
+    database,
+    request,
+    credential,
+    async merchantToken() {
+      const { apiKey, apiSecret } = await credential();
+      const response = await request('POST', '/api/merchant/auth/token/', { json: { api_key: apiKey, api_secret: apiSecret } });
+      if (response.status !== 200) throw new Error(`token request failed: ${response.text}`);
+      return response.body.data.access_token as string;
+    },
+    async close() {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+      await context.close();
+      await database.drop();
+    },
+  };
+}
