@@ -1,10 +1,16 @@
 import type { Knex } from 'knex';
 import * as foundation from './20261122_0001_foundation.ts';
+import * as ingestion from './20261122_0002_ingestion.ts';
+import * as sanctions from './20261122_0003_sanctions.ts';
 
 type Migration = { up(knex: Knex): Promise<void>; down(knex: Knex): Promise<void> };
 
 /** Every migration in the order it runs. Add new ones at the end. */
-const migrations: [string, Migration][] = [['20261122_0001_foundation', foundation]];
+const migrations: [string, Migration][] = [
+  ['20261122_0001_foundation', foundation],
+  ['20261122_0002_ingestion', ingestion],
+  ['20261122_0003_sanctions', sanctions],
+];
 
 export const migrationSource: Knex.MigrationSource<[string, Migration]> = {
   getMigrations: async () => migrations,

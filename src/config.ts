@@ -1,3 +1,4 @@
+import os from 'node:os';
 import path from 'node:path';
 import { z } from 'zod';
 import { isIpOrCidr } from './net/ip-ranges.ts';
@@ -29,6 +30,12 @@ const environmentSchema = z.object({
   WARDEN_TRUSTED_PROXIES: commaList.default([]),
   WARDEN_BODY_LIMIT_BYTES: positiveInt.default(16 * 1024 * 1024),
   WARDEN_DB_POOL_MAX: positiveInt.max(200).default(10),
+  WARDEN_LIGHT_WORKERS: positiveInt.max(64).default(Math.max(1, Math.min(os.availableParallelism(), 4))),
+  WARDEN_REVIEW_THRESHOLD: z.coerce.number().min(0).max(100).default(50),
+  WARDEN_REJECT_THRESHOLD: z.coerce.number().min(0).max(100).default(80),
+  GEOIP_DB: z.string().min(1).optional(),
+  WARDEN_IP_DATACENTER_LIST: z.string().min(1).optional(),
+  WARDEN_IP_TOR_LIST: z.string().min(1).optional(),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });
 
@@ -43,6 +50,11 @@ export type Config = Readonly<{
   trustedProxies: readonly string[];
   bodyLimitBytes: number;
   dbPoolMax: number;
+  lightWorkers: number;
+  thresholds: Readonly<{ review: number; reject: number }>;
+  geoipDb: string | undefined;
+  ipDatacenterList: string | undefined;
+  ipTorList: string | undefined;
   logLevel: string;
 }>;
 
@@ -57,6 +69,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     throw new ConfigError(`Invalid configuration:\n  ${problems.join('\n  ')}`);
   }
   const values = parsed.data;
+  if (values.WARDEN_REVIEW_THRESHOLD > values.WARDEN_REJECT_THRESHOLD) {
+    throw new ConfigError('Invalid configuration:\n  WARDEN_REVIEW_THRESHOLD: must not be above WARDEN_REJECT_THRESHOLD');
+  }
   for (const proxy of values.WARDEN_TRUSTED_PROXIES) {
     if (!isIpOrCidr(proxy)) {
       throw new ConfigError(`Invalid configuration:\n  WARDEN_TRUSTED_PROXIES: "${proxy}" is not an IP address or CIDR range`);
@@ -73,6 +88,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     trustedProxies: Object.freeze([...values.WARDEN_TRUSTED_PROXIES]),
     bodyLimitBytes: values.WARDEN_BODY_LIMIT_BYTES,
     dbPoolMax: values.WARDEN_DB_POOL_MAX,
+    lightWorkers: values.WARDEN_LIGHT_WORKERS,
+    thresholds: Object.freeze({ review: values.WARDEN_REVIEW_THRESHOLD, reject: values.WARDEN_REJECT_THRESHOLD }),
+    geoipDb: values.GEOIP_DB,
+    ipDatacenterList: values.WARDEN_IP_DATACENTER_LIST,
+    ipTorList: values.WARDEN_IP_TOR_LIST,
     logLevel: values.LOG_LEVEL,
   });
 }

@@ -2,7 +2,11 @@ import type { Knex } from 'knex';
 import type { Config } from './config.ts';
 import type { Metrics } from './http/metrics.ts';
 import type { Logger } from './logger.ts';
+import type { EventCache } from './modules/events/service.ts';
 import type { CredentialCache } from './modules/merchant/credential-cache.ts';
+import type { RuleCache } from './modules/rules/store.ts';
+import type { ScreeningService } from './modules/screening/service.ts';
+import type { Pools } from './pools.ts';
 import type { TokenService } from './modules/merchant/tokens.ts';
 
 /**
@@ -16,6 +20,10 @@ export interface AppContext {
   metrics: Metrics;
   tokens: TokenService;
   credentials: CredentialCache;
+  events: EventCache;
+  rules: RuleCache;
+  screening: ScreeningService;
+  pools: Pools;
   /** Stops what the context started (listeners, pools); the database is closed by its owner. */
   close(): Promise<void>;
 }

@@ -6,6 +6,11 @@ import { openDatabase, type Database } from './db/database.ts';
 import { createApp } from './http/app.ts';
 import { createMetrics } from './http/metrics.ts';
 import { createLogger, type Logger } from './logger.ts';
+import { NotificationHub } from './db/notifications.ts';
+import { EventCache } from './modules/events/service.ts';
+import { RuleCache } from './modules/rules/store.ts';
+import { ScreeningService } from './modules/screening/service.ts';
+import { createPools } from './pools.ts';
 import { CredentialCache } from './modules/merchant/credential-cache.ts';
 import { loadSigningKey, TokenService } from './modules/merchant/tokens.ts';
 
@@ -20,19 +25,26 @@ export interface RunningServer {
 /** Builds the context over an open database: the one place where the pieces are wired together. */
 export async function buildContext(config: Config, db: Database['knex'], logger: Logger): Promise<AppContext> {
   const tokens = new TokenService(await loadSigningKey(db, config.jwtSecret));
-  const credentials = new CredentialCache(db, logger);
-  await credentials.start();
-  return {
+  const notifications = new NotificationHub(db, logger);
+  const pools = createPools(config);
+  const context: AppContext = {
     config,
     db,
     logger,
     metrics: createMetrics(),
     tokens,
-    credentials,
+    credentials: new CredentialCache(db, notifications),
+    events: new EventCache(db, notifications),
+    rules: new RuleCache(db, notifications),
+    screening: await ScreeningService.create(config, db, pools, notifications),
+    pools,
     async close() {
-      await credentials.stop();
+      await notifications.stop();
+      await pools.close();
     },
   };
+  await notifications.start();
+  return context;
 }
 
 /** Opens the database, builds the context and app, and listens. */

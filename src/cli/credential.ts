@@ -1,4 +1,3 @@
-import type { Actor } from '../context.ts';
 import type { Database } from '../db/database.ts';
 import {
   CredentialNotFoundError,
@@ -9,9 +8,7 @@ import {
   setCredentialActive,
 } from '../modules/merchant/service.ts';
 import { MerchantCredential } from '../modules/merchant/models.ts';
-import { CliError, parseOptions } from './main.ts';
-
-const OPERATOR: Actor = { type: 'operator', id: process.env.USER || 'cli' };
+import { CliError, OPERATOR, parseOptions } from './main.ts';
 
 export async function credentialCommand(args: string[], { knex }: Database): Promise<unknown> {
   const [action, ...rest] = args;

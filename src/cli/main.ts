@@ -3,7 +3,11 @@ import { parseArgs, type ParseArgsConfig } from 'node:util';
 type ParseArgsOptionsConfig = NonNullable<ParseArgsConfig['options']>;
 import { ConfigError, loadConfig } from '../config.ts';
 import { openDatabase, type Database } from '../db/database.ts';
+import type { Actor } from '../context.ts';
 import { credentialCommand } from './credential.ts';
+import { eventCommand } from './events.ts';
+import { rulesCommand } from './rules.ts';
+import { sanctionsCommand } from './sanctions.ts';
 
 /** A command's failure that the operator can fix: printed as JSON on stderr, exit code 1 (usage: 2). */
 export class CliError extends Error {
@@ -11,6 +15,9 @@ export class CliError extends Error {
     super(message);
   }
 }
+
+/** Writes from the command line are recorded as the operator's, named by the shell user. */
+export const OPERATOR: Actor = { type: 'operator', id: process.env.USER || 'cli' };
 
 export type CommandHandler = (args: string[], database: Database) => Promise<unknown>;
 
@@ -21,21 +28,31 @@ const USAGE = `Usage: warden <command> [options]   (every command prints JSON)
   credential deactivate --api-key KEY
   credential activate --api-key KEY
   credential allow-ip --api-key KEY [--ip IP|CIDR|*]... [--remove IP]... [--replace]
+  event define --slug SLUG --type 0|1|2 [--name NAME] [--inactive]   (0 Onboarding, 1 Financial, 2 Non-financial)
+  event list
+  rules load FILE.json [--replace]      (--replace deactivates active rules missing from the file)
+  rules list
+  sanctions import --format ofac|un|opensanctions FILE...
+                                        (ofac: sdn.csv [alt.csv] [add.csv], recognised by name)
+  sanctions status
   db migrate
 
 Environment: DATABASE_URL (external PostgreSQL) or WARDEN_DATA_DIR (embedded, default ./data).`;
 
 const COMMANDS: Record<string, CommandHandler> = {
   credential: credentialCommand,
+  event: eventCommand,
+  rules: rulesCommand,
+  sanctions: sanctionsCommand,
   db: async (args) => {
     if (args[0] !== 'migrate') throw new CliError(`Unknown db command: ${args[0] ?? '(none)'}\n${USAGE}`, 2);
     return { migrated: true };
   },
 };
 
-export function parseOptions<const T extends ParseArgsOptionsConfig>(args: string[], options: T) {
+export function parseOptions<const T extends ParseArgsOptionsConfig>(args: string[], options: T, allowPositionals = false) {
   try {
-    return parseArgs({ args, options, allowPositionals: false, strict: true });
+    return parseArgs({ args, options, allowPositionals, strict: true });
   } catch (error) {
     throw new CliError((error as Error).message, 2);
   }

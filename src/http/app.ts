@@ -2,6 +2,7 @@ import Router from '@koa/router';
 import Koa from 'koa';
 import type { AppContext } from '../context.ts';
 import { registerMerchantRoutes } from '../modules/merchant/routes.ts';
+import { registerUpsertRoutes } from '../modules/records/routes.ts';
 import { respond } from './envelope.ts';
 import { HttpError, MethodNotAllowedError } from './errors.ts';
 import { buildOpenApiDocument, createOpenApiRegistry } from './openapi.ts';
@@ -14,6 +15,7 @@ export function createApp(app: AppContext): Koa {
   const docs = createOpenApiRegistry();
 
   registerMerchantRoutes(router, app, docs);
+  registerUpsertRoutes(router, app, docs);
   registerOperationalRoutes(router, app);
   const openApiDocument = buildOpenApiDocument(docs);
   router.get('/api/openapi.json', (ctx) => {

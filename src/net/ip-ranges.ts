@@ -18,7 +18,8 @@ export function parseIp(text: string): Address | null {
 
 /** Strict check used for validation: a full IPv4 dotted quad or any valid IPv6. */
 export function isIpAddress(text: string): boolean {
-  return ipaddr.IPv4.isValidFourPartDecimal(text) || ipaddr.IPv6.isValid(text);
+  // ipaddr's IPv4 check throws internally on IPv6 text (~14 µs); pick the family first.
+  return text.includes(':') ? ipaddr.IPv6.isValid(text) : ipaddr.IPv4.isValidFourPartDecimal(text);
 }
 
 function parseRange(text: string): Range | null {

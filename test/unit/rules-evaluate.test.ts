@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import test from 'ava';
 import fc from 'fast-check';
 import { compileRule, compileRuleSet } from '../../src/modules/rules/compiler.ts';
-import { parseRuleFile, type EvaluationInput, type RuleDefinition } from '../../src/modules/rules/definitions.ts';
+import { parseRuleFile, type EvaluationInput, type JsonValue, type RuleDefinition } from '../../src/modules/rules/definitions.ts';
 import { buildDecisionContext, evaluateRecords, type EvaluationResult } from '../../src/modules/rules/evaluate.ts';
 
 const THRESHOLDS = { review: 50, reject: 80 };
@@ -169,7 +169,21 @@ test('custom operators', (t) => {
   t.true(matches({ '<=': [{ abs: [{ '-': [{ var: 'record.amount' }, 1000] }] }, 50] }, { amount: 960 }));
   t.false(matches({ '<=': [{ abs: [{ '-': [{ var: 'record.amount' }, 1000] }] }, 50] }, { amount: 900 }));
   t.true(matches({ some: [{ var: 'record.tags' }, { '==': [{ var: '' }, 'crypto'] }] }, { tags: ['fiat', 'crypto'] }));
-  t.true(matches({ in: ['pep', { var: 'customer.sanction_topic' }] }, {}) === false);
+  t.false(matches({ in: ['pep', { var: 'customer.sanction_topic' }] }, {}));
+});
+
+test('strings that look like code stay data when compiled', (t) => {
+  const hostile = '"); globalThis.rulesPwned = true; ("';
+  const expression: JsonValue = {
+    and: [
+      { '==': [{ var: 'record.note' }, hostile] },
+      { '==': [{ var: `record.x"]); globalThis.rulesPwned = true; //` }, null] },
+      { in: [{ var: 'record.note' }, [hostile, '`${globalThis.rulesPwned = true}`']] },
+    ],
+  };
+  const result = evaluateOne([rule('HOSTILE', { expression })], financial({ note: hostile }));
+  t.deepEqual(codes(result), ['HOSTILE']);
+  t.is((globalThis as { rulesPwned?: boolean }).rulesPwned, undefined);
 });
 
 test('amounts given as numbers compare numerically with each other', (t) => {

@@ -1,11 +1,7 @@
 import type { Knex } from 'knex';
-import type pg from 'pg';
-import type { Logger } from '../../logger.ts';
+import { CHANNELS, type NotificationHub } from '../../db/notifications.ts';
 import { IpRangeList } from '../../net/ip-ranges.ts';
 import { MerchantCredential } from './models.ts';
-
-/** Channel on which every credential write announces the id it changed (see service.ts). */
-export const CREDENTIAL_CHANNEL = 'warden_credentials';
 
 export interface CachedCredential {
   credential: MerchantCredential;
@@ -19,34 +15,13 @@ export interface CachedCredential {
  */
 export class CredentialCache {
   private readonly entries = new Map<string, CachedCredential>();
-  private listener: pg.Client | undefined;
-  private listening = false;
-  private stopped = false;
-  private retryTimer: NodeJS.Timeout | undefined;
 
   constructor(
     private readonly db: Knex,
-    private readonly logger: Logger,
-  ) {}
-
-  async start(): Promise<void> {
-    const client = (await this.db.client.acquireRawConnection()) as pg.Client;
-    client.on('notification', (message) => {
-      if (message.payload) this.entries.delete(message.payload);
-    });
-    const lost = (error?: Error) => {
-      if (!this.listening) return;
-      this.listening = false;
-      this.entries.clear();
-      if (this.stopped) return;
-      this.logger.warn({ err: error }, 'credential cache listener lost; reconnecting');
-      this.retryTimer = setTimeout(() => this.start().catch((retryError) => lost(retryError)), 1000);
-    };
-    client.on('error', lost);
-    client.on('end', () => lost());
-    await client.query(`LISTEN ${CREDENTIAL_CHANNEL}`);
-    this.listener = client;
-    this.listening = true;
+    private readonly hub: NotificationHub,
+  ) {
+    hub.subscribe(CHANNELS.credentials, (id) => this.entries.delete(id));
+    hub.onReset(() => this.entries.clear());
   }
 
   async get(id: string): Promise<CachedCredential | undefined> {
@@ -55,15 +30,7 @@ export class CredentialCache {
     const credential = await MerchantCredential.query(this.db).findById(id);
     if (!credential) return undefined;
     const entry = { credential, allowList: new IpRangeList(credential.allowed_ips) };
-    if (this.listening) this.entries.set(id, entry);
+    if (this.hub.healthy) this.entries.set(id, entry);
     return entry;
-  }
-
-  async stop(): Promise<void> {
-    this.stopped = true;
-    clearTimeout(this.retryTimer);
-    this.listening = false;
-    this.entries.clear();
-    await this.listener?.end().catch(() => {});
   }
 }

@@ -6,7 +6,7 @@ import type { Actor } from '../../context.ts';
 import type { Executor } from '../../db/knex.ts';
 import { ForbiddenError, UnauthorizedError } from '../../http/errors.ts';
 import { IpRangeList, isIpOrCidr } from '../../net/ip-ranges.ts';
-import { CREDENTIAL_CHANNEL } from './credential-cache.ts';
+import { announce, CHANNELS } from '../../db/notifications.ts';
 import { MerchantCredential } from './models.ts';
 
 export class InvalidInputError extends Error {}
@@ -81,7 +81,7 @@ async function updateCredential(
     if (!updated) throw new CredentialNotFoundError(apiKey);
     await recordAudit(trx, actor, action, 'merchant_credential', updated.id, changes);
     // Delivered at commit to every node's credential cache.
-    await trx.raw('select pg_notify(?, ?)', [CREDENTIAL_CHANNEL, updated.id]);
+    await announce(trx, CHANNELS.credentials, updated.id);
     return updated;
   });
 }

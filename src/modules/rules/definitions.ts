@@ -85,7 +85,11 @@ export interface EvaluationInput {
   customer: Record<string, unknown> | null;
   /** The record's event; null for a customer record sent without one. */
   event: EvaluationEvent | null;
-  /** AGGREGATE_NAMES over the customer's earlier transactions; `{}` for customer records. */
+  /**
+   * Every name of AGGREGATE_NAMES, over the customer's financial transactions strictly before this
+   * record in event_date order (the record itself is not counted; the example rules rely on it);
+   * `{}` for customer records.
+   */
   aggregates: Record<string, number | null>;
 }
 

@@ -14,14 +14,9 @@ const LEGAL_FORM_WORDS = new Set([
   'sas', 'se', 'spa', 'sro', 'srl', 'tbk', 'zao', 'zrt',
 ]);
 
-/** Multi-word legal forms whose single words ("de", "s", "z") must survive elsewhere in a name. */
+/** Multi-word legal forms whose single words ("s", "z", "private") must survive elsewhere in a name. */
 const LEGAL_FORM_PHRASES: readonly (readonly string[])[] = [
-  ['s', 'de', 'rl', 'de', 'cv'],
   ['s', 'de', 'rl'],
-  ['sa', 'de', 'cv'],
-  ['sapi', 'de', 'cv'],
-  ['sab', 'de', 'cv'],
-  ['de', 'cv'],
   ['s', 'en', 'c'],
   ['sp', 'z', 'oo'],
   ['sdn', 'bhd'],
@@ -35,6 +30,13 @@ const HONORIFICS = new Set([
   'colonel', 'dame', 'dr', 'hadji', 'haji', 'hajji', 'madam', 'maulana', 'maulvi', 'mawlawi', 'miss',
   'mr', 'mrs', 'ms', 'mullah', 'mx', 'prof', 'rev', 'shaikh', 'shaykh', 'sheik', 'sheikh', 'sir',
 ]);
+
+/**
+ * Articles, kinship particles and connectives that lists write, hyphenate or leave out at will
+ * ("al-Hassan", "Hassan", "Juan de la Cruz", "Bank of Cuba"). Kept, "al" alone would sit in one
+ * name in eight and make "Ali" look like "Al".
+ */
+const PARTICLES = new Set(['al', 'and', 'bin', 'bint', 'da', 'de', 'del', 'der', 'des', 'di', 'du', 'el', 'ibn', 'la', 'le', 'of', 'the', 'van', 'von', 'y']);
 
 function tokenize(text: string): string[] {
   return anyAscii(text)
@@ -54,8 +56,8 @@ function phraseAt(tokens: readonly string[], start: number): number {
 
 /**
  * The comparable form of a person's or organization's name: ASCII, lower case, without
- * punctuation, legal forms or titles, as a sorted set of tokens so that word order does not
- * matter ("HASSAN, Muhammad al-" and "Muhammad al Hassan" give the same tokens).
+ * punctuation, legal forms, titles or particles, as a sorted set of tokens so that word order does
+ * not matter ("HASSAN, Muhammad al-" and "Muhammad al Hassan" give the same tokens).
  * A name made only of such words ("Company Limited") keeps them rather than vanishing.
  */
 export function normalizeName(name: string): string[] {
@@ -68,7 +70,7 @@ export function normalizeName(name: string): string[] {
       continue;
     }
     const token = tokens[i++]!;
-    if (!LEGAL_FORM_WORDS.has(token) && !HONORIFICS.has(token)) kept.push(token);
+    if (!LEGAL_FORM_WORDS.has(token) && !HONORIFICS.has(token) && !PARTICLES.has(token)) kept.push(token);
   }
   return [...new Set(kept.length > 0 ? kept : tokens)].sort();
 }

@@ -1,0 +1,79 @@
+import type { Knex } from 'knex';
+import type pg from 'pg';
+import type { Executor } from './knex.ts';
+import type { Logger } from '../logger.ts';
+
+/** Channels on which writers announce changes that per-process caches must drop. */
+export const CHANNELS = {
+  credentials: 'warden_credentials',
+  rules: 'warden_rules',
+  events: 'warden_events',
+  sanctions: 'warden_sanctions',
+} as const;
+export type Channel = (typeof CHANNELS)[keyof typeof CHANNELS];
+
+/** Announces a change inside the writer's transaction; PostgreSQL delivers it at commit. */
+export async function announce(executor: Executor, channel: Channel, payload = ''): Promise<void> {
+  await executor.raw('select pg_notify(?, ?)', [channel, payload]);
+}
+
+/**
+ * One LISTEN connection per process for every cache. Handlers get each payload; `onReset`
+ * handlers run whenever the connection is lost, because notifications may have been missed then.
+ * `healthy` is false while disconnected: caches must not keep entries in that state.
+ */
+export class NotificationHub {
+  private readonly handlers = new Map<Channel, Array<(payload: string) => void>>();
+  private readonly resetHandlers: Array<() => void> = [];
+  private client: pg.Client | undefined;
+  private stopped = false;
+  private retryTimer: NodeJS.Timeout | undefined;
+  healthy = false;
+
+  constructor(
+    private readonly db: Knex,
+    private readonly logger: Logger,
+  ) {}
+
+  subscribe(channel: Channel, handler: (payload: string) => void): void {
+    const list = this.handlers.get(channel) ?? [];
+    list.push(handler);
+    this.handlers.set(channel, list);
+  }
+
+  onReset(handler: () => void): void {
+    this.resetHandlers.push(handler);
+  }
+
+  async start(): Promise<void> {
+    const client = (await this.db.client.acquireRawConnection()) as pg.Client;
+    client.on('notification', (message) => {
+      for (const handler of this.handlers.get(message.channel as Channel) ?? []) handler(message.payload ?? '');
+    });
+    const lost = (error?: Error) => {
+      if (this.client !== client) return;
+      this.client = undefined;
+      this.healthy = false;
+      for (const handler of this.resetHandlers) handler();
+      if (this.stopped) return;
+      this.logger.warn({ err: error }, 'notification listener lost; reconnecting');
+      this.retryTimer = setTimeout(() => this.start().catch((retryError) => this.logger.warn({ err: retryError }, 'listener reconnect failed')), 1000);
+    };
+    client.on('error', lost);
+    client.on('end', () => lost());
+    for (const channel of Object.values(CHANNELS)) await client.query(`LISTEN ${channel}`);
+    this.client = client;
+    this.healthy = true;
+    // Whatever changed while disconnected is unknown: start every cache afresh.
+    for (const handler of this.resetHandlers) handler();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.retryTimer);
+    const client = this.client;
+    this.client = undefined;
+    this.healthy = false;
+    await client?.end().catch(() => {});
+  }
+}

@@ -1,0 +1,60 @@
+import type { Knex } from 'knex';
+import { recordAudit } from '../../audit.ts';
+import type { Actor } from '../../context.ts';
+import { announce, CHANNELS, type NotificationHub } from '../../db/notifications.ts';
+
+/** The spec's event_type constant: which endpoint accepts events of each type. */
+export const EVENT_TYPES = { 0: 'Onboarding', 1: 'Financial', 2: 'Non-financial' } as const;
+export type EventType = keyof typeof EVENT_TYPES;
+
+export interface EventDefinition {
+  slug: string;
+  name: string;
+  type: EventType;
+  active: boolean;
+}
+
+export class EventInputError extends Error {}
+
+const SLUG = /^[a-z0-9][a-z0-9_.-]{0,63}$/;
+
+export async function defineEvent(db: Knex, input: EventDefinition, actor: Actor): Promise<EventDefinition> {
+  if (!SLUG.test(input.slug)) {
+    throw new EventInputError(`"${input.slug}" is not a valid slug: lower-case letters, digits, _ . - (at most 64).`);
+  }
+  if (!(input.type in EVENT_TYPES)) throw new EventInputError(`Event type must be 0 (Onboarding), 1 (Financial) or 2 (Non-financial).`);
+  return db.transaction(async (trx) => {
+    const [row] = await trx('events')
+      .insert({ slug: input.slug, name: input.name || input.slug, type: input.type, active: input.active })
+      .onConflict('slug')
+      .merge({ name: input.name || input.slug, type: input.type, active: input.active, updated_at: trx.fn.now() })
+      .returning(['slug', 'name', 'type', 'active']);
+    await recordAudit(trx, actor, 'event.define', 'event', input.slug, { ...input });
+    await announce(trx, CHANNELS.events, input.slug);
+    return row as EventDefinition;
+  });
+}
+
+export async function listEvents(db: Knex): Promise<EventDefinition[]> {
+  return db('events').select('slug', 'name', 'type', 'active').orderBy('slug');
+}
+
+/** All event definitions in memory (a few dozen rows), reloaded after any change is announced. */
+export class EventCache {
+  private events: Map<string, EventDefinition> | undefined;
+
+  constructor(
+    private readonly db: Knex,
+    private readonly hub: NotificationHub,
+  ) {
+    hub.subscribe(CHANNELS.events, () => (this.events = undefined));
+    hub.onReset(() => (this.events = undefined));
+  }
+
+  async all(): Promise<Map<string, EventDefinition>> {
+    if (this.events) return this.events;
+    const events = new Map((await listEvents(this.db)).map((event) => [event.slug, event]));
+    if (this.hub.healthy) this.events = events;
+    return events;
+  }
+}

@@ -1,0 +1,78 @@
+import type { OpenAPIRegistry } from '@asteasolutions/zod-to-openapi';
+import type Router from '@koa/router';
+import type { AppContext } from '../../context.ts';
+import { requireMerchant } from '../../http/bearer.ts';
+import { respond } from '../../http/envelope.ts';
+import { errorResponses } from '../../http/openapi.ts';
+import type { RequestState } from '../../http/state.ts';
+import { customerFields } from '../customer/schemas.ts';
+import { upsertCustomers } from '../customer/service.ts';
+import { FINANCIAL, NON_FINANCIAL, upsertTransactions } from '../transaction/service.ts';
+import { MAX_RECORDS_PER_REQUEST, readUpsertBatch } from './batch.ts';
+import { fieldTableSchema, type FieldTable } from './fields.ts';
+
+type Handler = (app: AppContext, records: Record<string, unknown>[], state: RequestState) => Promise<unknown[]>;
+
+const ENDPOINTS: Array<{ path: string; label: string; fields: FieldTable; resultFields: string[]; handle: Handler }> = [
+  {
+    path: '/api/customer/upsert/',
+    label: 'customer',
+    fields: customerFields,
+    resultFields: ['customer_ref', 'id', 'action', 'score', 'decision', 'sanction_score', 'sanction_topic', 'ip_address_score', 'email_risk_score', 'warnings'],
+    handle: (app, records, state) => upsertCustomers(app, records, { type: 'merchant', id: state.credential!.id }),
+  },
+  {
+    path: '/api/transaction/financial/upsert/',
+    label: 'financial',
+    fields: FINANCIAL.fields,
+    resultFields: ['transaction_ref', 'id', 'action', 'score', 'decision', 'rule_check', 'log_id', 'warnings'],
+    handle: (app, records, state) => upsertTransactions(app, FINANCIAL, records, { type: 'merchant', id: state.credential!.id }),
+  },
+  {
+    path: '/api/transaction/non-financial/upsert/',
+    label: 'non-financial',
+    fields: NON_FINANCIAL.fields,
+    resultFields: ['transaction_ref', 'id', 'action', 'score', 'decision', 'rule_check', 'log_id', 'warnings'],
+    handle: (app, records, state) => upsertTransactions(app, NON_FINANCIAL, records, { type: 'merchant', id: state.credential!.id }),
+  },
+];
+
+/** The three batch upsert endpoints: one object or an array of up to 1000, a result per record in order. */
+export function registerUpsertRoutes(router: Router, app: AppContext, docs: OpenAPIRegistry): void {
+  for (const endpoint of ENDPOINTS) {
+    router.post(endpoint.path, requireMerchant(app), async (ctx) => {
+      const records = await readUpsertBatch(ctx, app.config.bodyLimitBytes);
+      const results = await endpoint.handle(app, records, ctx.state as RequestState);
+      respond(ctx, `Processed ${records.length} ${endpoint.label} record(s).`, { results });
+    });
+
+    const recordSchema = fieldTableSchema(endpoint.fields);
+    docs.registerPath({
+      method: 'post',
+      path: endpoint.path,
+      summary: `Upsert ${endpoint.label} records (one object or an array of up to ${MAX_RECORDS_PER_REQUEST})`,
+      security: [{ bearer: [] }],
+      request: {
+        body: {
+          content: {
+            'application/json': {
+              schema: { oneOf: [recordSchema, { type: 'array', items: recordSchema, minItems: 1, maxItems: MAX_RECORDS_PER_REQUEST }] } as never,
+            },
+          },
+        },
+      },
+      responses: {
+        200: {
+          description: `Processed; data.results holds one entry per record in the order sent (${endpoint.resultFields.join(', ')}, and error for skipped records)`,
+        },
+        ...errorResponses({
+          400: 'Body not JSON, neither object nor array, empty array (Payload contains no records.), or an element that is not an object',
+          401: 'Bearer token missing, invalid or expired',
+          403: 'Credential deactivated or IP not allowed',
+          413: 'More than 1000 records, or body over the size limit',
+          415: 'Content-Type is not application/json',
+        }),
+      },
+    });
+  }
+}

@@ -1,0 +1,61 @@
+import type { AppContext } from '../../context.ts';
+import { chunk } from '../../pools.ts';
+import type { EvaluateOutput } from '../../../workers/light.ts';
+import type { EvaluationInput } from './definitions.ts';
+
+export type Evaluation = EvaluateOutput[number];
+
+/**
+ * Scores records with the active rules in the light pool: one task per chunk, never one per
+ * record. Workers cache compiled rules by code and version, so sending the definitions along is
+ * cheap and a changed rule is picked up by the next batch.
+ */
+export async function evaluateInPool(app: AppContext, inputs: EvaluationInput[]): Promise<Evaluation[]> {
+  if (inputs.length === 0) return [];
+  const rules = await app.rules.active();
+  const chunks = chunk(inputs, app.config.lightWorkers);
+  const outputs = await Promise.all(
+    chunks.map((part) => app.pools.light.run({ type: 'evaluate', rules, inputs: part, thresholds: app.config.thresholds }) as Promise<EvaluateOutput>),
+  );
+  return outputs.flat();
+}
+
+/** Execution-log rows for evaluated records, one per record, with ids made here so callers can link them. */
+export function executionLogRow(
+  id: string,
+  target: EvaluationInput['target'],
+  recordId: string,
+  recordRef: string | null,
+  evaluation: Evaluation,
+  actor: string,
+): Record<string, unknown> {
+  return {
+    id,
+    target,
+    record_id: recordId,
+    record_ref: recordRef,
+    score: evaluation.score,
+    decision: evaluation.decision,
+    matched_rules: evaluation.matched,
+    rule_versions: evaluation.rule_versions,
+    rule_errors: evaluation.errors,
+    data_context: evaluation.context,
+    duration_us: evaluation.duration_us,
+    actor,
+  };
+}
+
+export const EXECUTION_LOG_COLUMNS = {
+  id: 'uuid',
+  target: 'text',
+  record_id: 'uuid',
+  record_ref: 'text',
+  score: 'numeric',
+  decision: 'text',
+  matched_rules: 'jsonb',
+  rule_versions: 'jsonb',
+  rule_errors: 'jsonb',
+  data_context: 'jsonb',
+  duration_us: 'integer',
+  actor: 'text',
+};

@@ -1,0 +1,46 @@
+import { SanctionsIndex, type PlainSanctionsIndex } from './matcher.ts';
+
+/**
+ * A built sanctions index laid out in SharedArrayBuffers, so that handing it to a worker with
+ * every task costs nothing: typed arrays share their memory, and the string and entry parts are
+ * one JSON text in shared bytes that each worker parses once per list version.
+ */
+export interface SharedSanctionsIndex {
+  version: string;
+  json: Uint8Array;
+  arrays: Record<string, Int32Array | Float64Array>;
+}
+
+type ArrayKey = { [K in keyof PlainSanctionsIndex]: PlainSanctionsIndex[K] extends Int32Array | Float64Array ? K : never }[keyof PlainSanctionsIndex];
+
+function toShared<T extends Int32Array | Float64Array>(array: T): T {
+  const shared = new (array.constructor as { new (buffer: SharedArrayBuffer): T })(new SharedArrayBuffer(array.byteLength));
+  shared.set(array);
+  return shared;
+}
+
+export function shareIndex(index: SanctionsIndex, version: string): SharedSanctionsIndex {
+  const plain = index.toPlain();
+  const arrays: Record<string, Int32Array | Float64Array> = {};
+  const rest: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(plain)) {
+    if (value instanceof Int32Array || value instanceof Float64Array) arrays[key] = toShared(value);
+    else rest[key] = value;
+  }
+  const bytes = new TextEncoder().encode(JSON.stringify(rest));
+  const json = new Uint8Array(new SharedArrayBuffer(bytes.byteLength));
+  json.set(bytes);
+  return { version, json, arrays };
+}
+
+let cached: { version: string; index: SanctionsIndex } | undefined;
+
+/** The worker side: the index for this version, rebuilt only when the version changes. */
+export function indexFor(shared: SharedSanctionsIndex): SanctionsIndex {
+  if (cached?.version === shared.version) return cached.index;
+  // TextDecoder refuses views on shared memory: copy the JSON bytes once per version.
+  const rest = JSON.parse(new TextDecoder().decode(shared.json.slice())) as Omit<PlainSanctionsIndex, ArrayKey>;
+  const index = SanctionsIndex.fromPlain({ ...rest, ...(shared.arrays as Pick<PlainSanctionsIndex, ArrayKey>) });
+  cached = { version: shared.version, index };
+  return index;
+}

@@ -1,0 +1,128 @@
+import { randomUUID } from 'node:crypto';
+import type { Knex } from 'knex';
+import type { Config } from '../../config.ts';
+import { CHANNELS, type NotificationHub } from '../../db/notifications.ts';
+import type { Pools } from '../../pools.ts';
+import { chunk } from '../../pools.ts';
+import { loadEmailLists, scoreEmail, type EmailLists } from './email-risk.ts';
+import { createIpRiskContext, scoreIp, type IpRiskContext } from './ip-risk.ts';
+import { SanctionsIndex, type ScreeningMatch, type ScreeningQuery, type ScreeningResult } from './sanctions/matcher.ts';
+import { shareIndex, type SharedSanctionsIndex } from './sanctions/shared-index.ts';
+import { loadAllEntries } from './sanctions/store.ts';
+
+/** The customer fields screening reads. */
+export interface ScreeningSubject {
+  customer_type: number;
+  first_name: string | null;
+  last_name: string | null;
+  company_name: string | null;
+  birth_date: string | null;
+  nationality: string | null;
+  country: string | null;
+  email: string | null;
+  ip_address: string | null;
+}
+
+export interface CustomerScreening {
+  sanction_score: number;
+  sanction_topic: string[];
+  sanction_matches: ScreeningMatch[];
+  ip_address_score: number;
+  ip_reasons: string[];
+  ip_country: string | null;
+  email_risk_score: number;
+  email_reasons: string[];
+}
+
+/**
+ * Sanctions, IP and email risk for customers. Email and IP scoring are microseconds and run
+ * inline; sanctions matching runs in the light pool over an index built once per list version
+ * and shared with the workers (see shared-index.ts). An import announced on the sanctions
+ * channel makes the next screening reload the list.
+ */
+export class ScreeningService {
+  private sanctions: Promise<SharedSanctionsIndex | null> | undefined;
+
+  private constructor(
+    private readonly db: Knex,
+    private readonly pools: Pools,
+    private readonly workers: number,
+    private readonly emailLists: EmailLists,
+    private readonly ipContext: IpRiskContext,
+  ) {}
+
+  static async create(config: Config, db: Knex, pools: Pools, hub: NotificationHub): Promise<ScreeningService> {
+    const ipContext = await createIpRiskContext({
+      geoipDbPath: config.geoipDb,
+      datacenterListPath: config.ipDatacenterList,
+      torListPath: config.ipTorList,
+    });
+    const service = new ScreeningService(db, pools, config.lightWorkers, loadEmailLists(), ipContext);
+    hub.subscribe(CHANNELS.sanctions, () => (service.sanctions = undefined));
+    hub.onReset(() => (service.sanctions = undefined));
+    return service;
+  }
+
+  private sanctionsIndex(): Promise<SharedSanctionsIndex | null> {
+    if (this.sanctions) return this.sanctions;
+    const loading = loadAllEntries(this.db).then((entries) =>
+      entries.length ? shareIndex(SanctionsIndex.build(entries), randomUUID()) : null,
+    );
+    this.sanctions = loading;
+    // A failed load is not kept: the next batch tries again.
+    loading.catch(() => {
+      if (this.sanctions === loading) this.sanctions = undefined;
+    });
+    return loading;
+  }
+
+  async screen(subjects: ScreeningSubject[]): Promise<CustomerScreening[]> {
+    const sanctionResults = await this.screenSanctions(subjects);
+    return subjects.map((subject, position) => {
+      const sanctions = sanctionResults[position]!;
+      const ip = scoreIp({ ip: subject.ip_address, customerCountry: subject.country ?? subject.nationality }, this.ipContext);
+      const email = scoreEmail(
+        { email: subject.email, firstName: subject.first_name, lastName: subject.last_name, birthDate: subject.birth_date },
+        this.emailLists,
+      );
+      return {
+        sanction_score: sanctions.score,
+        sanction_topic: sanctions.topics,
+        sanction_matches: sanctions.matches,
+        ip_address_score: ip.score,
+        ip_reasons: ip.reasons,
+        ip_country: ip.country,
+        email_risk_score: email.score,
+        email_reasons: email.reasons,
+      };
+    });
+  }
+
+  private async screenSanctions(subjects: ScreeningSubject[]): Promise<ScreeningResult[]> {
+    const empty: ScreeningResult = { score: 0, topics: [], matches: [] };
+    const index = await this.sanctionsIndex();
+    const queries = subjects.map(sanctionsQuery);
+    const named = queries.flatMap((query, position) => (query ? [{ query, position }] : []));
+    const results: ScreeningResult[] = subjects.map(() => empty);
+    if (!index || named.length === 0) return results;
+    const parts = chunk(named, this.workers, 16);
+    const outputs = await Promise.all(
+      parts.map((part) => this.pools.light.run({ type: 'screen', index, queries: part.map((item) => item.query) }) as Promise<ScreeningResult[]>),
+    );
+    const screened = outputs.flat();
+    parts.flat().forEach((item, position) => (results[item.position] = screened[position]!));
+    return results;
+  }
+}
+
+function sanctionsQuery(subject: ScreeningSubject): ScreeningQuery | null {
+  const corporate = subject.customer_type === 2;
+  const name = corporate && subject.company_name ? subject.company_name : [subject.first_name, subject.last_name].filter(Boolean).join(' ');
+  if (!name.trim()) return null;
+  return {
+    name,
+    birthDate: corporate ? null : subject.birth_date,
+    nationality: subject.nationality,
+    schema: corporate ? 'organization' : 'person',
+  };
+}

@@ -1,0 +1,44 @@
+import path from 'node:path';
+import { Piscina } from 'piscina';
+import type { Config } from './config.ts';
+import type { LightTask } from '../workers/light.ts';
+
+const ROOT = path.resolve(import.meta.dirname, '..');
+
+/**
+ * Worker threads load TypeScript through tsx like the main thread. When the main thread was
+ * started without `--import tsx` (the CLI registers tsx programmatically), add it.
+ */
+function workerExecArgv(): string[] {
+  return process.execArgv.some((argument) => argument.includes('tsx')) ? process.execArgv : [...process.execArgv, '--import', 'tsx'];
+}
+
+export interface Pools {
+  /** Rules, sanctions screening: CPU work over plain data, one task per chunk of records. */
+  light: Piscina<LightTask, unknown>;
+  close(): Promise<void>;
+}
+
+export function createPools(config: Config): Pools {
+  const light = new Piscina<LightTask, unknown>({
+    filename: path.join(ROOT, 'workers', 'light.ts'),
+    minThreads: config.lightWorkers,
+    maxThreads: config.lightWorkers,
+    idleTimeout: 60_000,
+    execArgv: workerExecArgv(),
+  });
+  return {
+    light,
+    async close() {
+      await light.destroy();
+    },
+  };
+}
+
+/** Splits records into at most `parts` chunks of at least `minimum` records, so tiny batches stay one task. */
+export function chunk<T>(items: readonly T[], parts: number, minimum = 64): T[][] {
+  const size = Math.max(minimum, Math.ceil(items.length / Math.max(1, parts)));
+  const chunks: T[][] = [];
+  for (let index = 0; index < items.length; index += size) chunks.push(items.slice(index, index + size));
+  return chunks;
+}

@@ -1,0 +1,155 @@
+import path from 'node:path';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import test from 'ava';
+import { startTestApp, type TestApp } from '../helpers/app.ts';
+import { loadRuleSet , countRows } from '../helpers/fixtures.ts';
+
+const CUSTOMERS = '/api/customer/upsert/';
+const root = path.resolve(import.meta.dirname, '../..');
+const fixtures = path.join(root, 'test/fixtures/sanctions');
+
+let app: TestApp;
+let token: string;
+
+test.before(async () => {
+  app = await startTestApp();
+  token = await app.merchantToken();
+  // The shipped example rules, through the CLI as an operator would load them.
+  const env = { ...process.env, DATABASE_URL: app.database.url };
+  await promisify(execFile)(process.execPath, ['bin/warden.js', 'rules', 'load', 'rules/examples/aml-fraud.json'], { cwd: root, env });
+  await promisify(execFile)(
+    process.execPath,
+    ['bin/warden.js', 'sanctions', 'import', '--format', 'ofac', path.join(fixtures, 'sdn.csv'), path.join(fixtures, 'alt.csv')],
+    { cwd: root, env },
+  );
+});
+test.after.always(async () => {
+  await app?.close();
+});
+
+test('a clean individual: created with every result field, screened, scored by the customer rules', async (t) => {
+  const response = await app.request('POST', CUSTOMERS, {
+    token,
+    json: { customer_ref: 'c-clean', first_name: 'Maria', last_name: 'Lindqvist', email: 'maria.lindqvist@example.org', ip_address: '8.8.8.8', birth_date: '1988-04-02', nationality: 'SWE' },
+  });
+  t.is(response.status, 200);
+  t.is(response.body.message, 'Processed 1 customer record(s).');
+  const [result] = response.body.data.results;
+  t.deepEqual(Object.keys(result).sort(), [
+    'action', 'customer_ref', 'decision', 'email_risk_score', 'id', 'ip_address_score', 'sanction_score', 'sanction_topic', 'score', 'warnings',
+  ]);
+  t.is(result.action, 'created');
+  t.is(result.decision, 'ACCEPT');
+  t.true(result.sanction_score < 50);
+  t.deepEqual(result.sanction_topic, []);
+  t.is(typeof result.ip_address_score, 'number');
+  t.is(typeof result.email_risk_score, 'number');
+  const stored = await app.database.knex('customers').where({ id: result.id }).first();
+  t.truthy(stored.log_id);
+  const log = await app.database.knex('execution_logs').where({ id: stored.log_id }).first();
+  t.is(log.target, 'customer');
+  t.is(log.record_id, result.id);
+});
+
+test('normalizations: gender case, country codes, trimmed text, invalid email kept and flagged, extras stored raw', async (t) => {
+  const response = await app.request('POST', CUSTOMERS, {
+    token,
+    json: { customer_ref: ' c-norm ', gender: 'Female', nationality: 'deu', passport_issuing_country: 'FR', email: 'not-an-email', loyalty_tier: 'gold' },
+  });
+  const [result] = response.body.data.results;
+  t.is(result.action, 'created');
+  t.is(result.customer_ref, 'c-norm');
+  const warnings = result.warnings.join('\n');
+  t.regex(warnings, /customer_ref: surrounding whitespace trimmed/);
+  t.regex(warnings, /gender: normalized to female/);
+  t.regex(warnings, /nationality: converted to upper case \(deu -> DEU\)/);
+  t.regex(warnings, /passport_issuing_country: alpha-2 code converted to alpha-3 \(FR -> FRA\)/);
+  t.regex(warnings, /email: invalid format; kept and flagged/);
+  t.notRegex(warnings, /loyalty_tier/);
+  const stored = await app.database.knex('customers').where({ id: result.id }).first();
+  t.is(stored.email, 'not-an-email');
+  t.is(stored.gender, 'female');
+  t.is(stored.raw.loyalty_tier, 'gold');
+  t.true(JSON.parse(JSON.stringify(stored.email_reasons)).includes('invalid_format'));
+  t.true(result.email_risk_score >= 70);
+});
+
+test('a listed name scores high on sanctions and the sanctions rule forces REJECT', async (t) => {
+  const { stdout } = await promisify(execFile)('head', ['-n', '1', path.join(fixtures, 'sdn.csv')]);
+  const listedName = stdout.split(',')[1]!.replace(/"/g, '');
+  const [last, first] = listedName.split(',').map((part) => part.trim());
+  const response = await app.request('POST', CUSTOMERS, { token, json: { customer_ref: 'c-listed', first_name: first ?? '', last_name: last } });
+  const [result] = response.body.data.results;
+  t.true(result.sanction_score >= 85, `${listedName}: ${result.sanction_score}`);
+  t.true(result.sanction_topic.length > 0);
+  t.is(result.decision, 'REJECT');
+  const stored = await app.database.knex('customers').where({ id: result.id }).first();
+  t.true(stored.sanction_matches.length > 0);
+  t.truthy(stored.sanction_matches[0].features);
+});
+
+test('migration records skip screening and say so; resending updates', async (t) => {
+  const record = { customer_ref: 'c-migrated', first_name: 'Old', last_name: 'Record', email: 'x@mailinator.com', ip_address: '10.0.0.1', migration: true };
+  const first = (await app.request('POST', CUSTOMERS, { token, json: record })).body.data.results[0];
+  t.is(first.action, 'created');
+  t.is(first.sanction_score, null);
+  t.is(first.ip_address_score, null);
+  t.is(first.email_risk_score, null);
+  t.regex(first.warnings.join(' '), /migration: sanctions, IP and email screening skipped/);
+  const second = (await app.request('POST', CUSTOMERS, { token, json: { ...record, first_name: 'Older' } })).body.data.results[0];
+  t.is(second.action, 'updated');
+  t.is(second.id, first.id);
+  t.is(await countRows(app.database.knex, 'customers', { customer_ref: 'c-migrated' }), 1);
+});
+
+test('record-level skips for customers', async (t) => {
+  const response = await app.request('POST', CUSTOMERS, {
+    token,
+    json: [
+      { first_name: 'No ref' },
+      { customer_ref: 'x'.repeat(49) },
+      { customer_ref: 'c-bad-type', customer_type: 3 },
+      { customer_ref: 'c-bad-gender', gender: 'robot' },
+      { customer_ref: 'c-bad-date', birth_date: '1990-02-30' },
+      { customer_ref: 'c-bad-ip', ip_address: 'localhost' },
+      { customer_ref: 'c-bad-country', nationality: 'XXX' },
+      { customer_ref: 'c-ok' },
+    ],
+  });
+  const results = response.body.data.results;
+  t.is(results[0].error, 'Missing required field(s): customer_ref.');
+  t.is(results[0].customer_ref, null);
+  t.regex(results[1].error, /customer_ref: longer than 48/);
+  t.regex(results[2].error, /customer_type/);
+  t.regex(results[3].error, /gender/);
+  t.regex(results[4].error, /birth_date/);
+  t.regex(results[5].error, /ip_address/);
+  t.regex(results[6].error, /nationality/);
+  for (const skipped of results.slice(0, 7)) {
+    t.is(skipped.action, 'skipped');
+    t.is(skipped.id, null);
+    t.is(skipped.score, 100);
+    t.is(skipped.decision, 'REJECT');
+  }
+  t.is(results[7].action, 'created');
+});
+
+test('a rule loaded later changes the next batch (version bump reaches the workers)', async (t) => {
+  await loadRuleSet(app.context, [
+    { code: 'ALWAYS_REVIEW', name: 'Review everyone', target: 'customer', expression: { '==': [1, 1] }, score: 10, decision: 'REVIEW' },
+  ]);
+  const result = (await app.request('POST', CUSTOMERS, { token, json: { customer_ref: 'c-after-rules' } })).body.data.results[0];
+  t.is(result.decision, 'REVIEW');
+  await loadRuleSet(app.context, [
+    { code: 'ALWAYS_REVIEW', name: 'Review everyone', target: 'customer', expression: { '==': [1, 2] }, score: 10, decision: 'REVIEW' },
+  ]);
+  const rule = await app.database.knex('rules').where({ code: 'ALWAYS_REVIEW' }).first();
+  t.is(rule.version, 2);
+  // The cache drops on NOTIFY, which arrives a moment after the commit.
+  let decision = 'REVIEW';
+  for (let attempt = 0; attempt < 50 && decision === 'REVIEW'; attempt++) {
+    decision = (await app.request('POST', CUSTOMERS, { token, json: { customer_ref: 'c-after-rules' } })).body.data.results[0].decision;
+  }
+  t.is(decision, 'ACCEPT');
+});
