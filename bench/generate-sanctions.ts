@@ -1,10 +1,13 @@
 /**
- * Synthetic sanctions list entries for benchmarks: invented names drawn from several naming
- * cultures, with the aliases real lists carry (other transliterations, "SURNAME, Given" order,
- * shortened forms, former company names), birth dates, nationalities, topics and programs.
- * The same count and seed always give the same entries.
+ * Synthetic sanctions list entries for benchmarks: names combined at random from the common given
+ * and family names of several naming cultures plus a long tail of invented ones (real lists are
+ * half names that occur once), with the aliases real lists carry (other transliterations,
+ * "SURNAME, Given" order, initials, shortened company names), birth dates, nationalities, topics
+ * and programs. The same count and seed always give the same entries.
  */
-import type { SanctionEntry, SanctionSchema, SanctionSource } from '../src/modules/screening/sanctions/importers.ts';
+import type { SanctionEntry, SanctionSource } from '../src/modules/screening/sanctions/importers.ts';
+
+type EntryBody = Pick<SanctionEntry, 'schema' | 'name' | 'aliases' | 'birth_dates' | 'nationalities'>;
 
 interface Culture {
   given: string[];
@@ -182,7 +185,7 @@ export function generateSanctionEntries(count: number, seed: number): SanctionEn
   const familyName = (culture: Culture): string =>
     culture.familyFirst || chance(0.4) ? pick(culture.family) : invent(culture, 1 + Math.floor(random() * 2), pick(culture.endings));
 
-  const person = (culture: Culture) => {
+  const person = (culture: Culture): EntryBody => {
     const given = givenName(culture);
     const middle = !culture.familyFirst && chance(0.4) ? givenName(culture) : undefined;
     const family = familyName(culture);
@@ -198,7 +201,7 @@ export function generateSanctionEntries(count: number, seed: number): SanctionEn
       if (form < 0.4) aliases.add(`${variantFamily.toUpperCase()}, ${[variantGiven, middle].filter(Boolean).join(' ')}`);
       else if (form < 0.7) aliases.add(`${variantGiven} ${variantFamily}`);
       else if (form < 0.95) aliases.add(`${givenName(culture)} ${variantFamily}`);
-      else aliases.add(`Abu ${givenName(culture)}`);
+      else aliases.add(`${given[0]}. ${variantFamily}`);
     }
     aliases.delete(name);
     const birthDates: string[] = [];
@@ -210,26 +213,33 @@ export function generateSanctionEntries(count: number, seed: number): SanctionEn
     }
     const nationalities = chance(0.8) ? [pick(culture.countries)] : [];
     if (nationalities.length > 0 && chance(0.1)) nationalities.push(pick(culture.countries));
-    return { schema: 'person' as SanctionSchema, name, aliases: [...aliases], birth_dates: birthDates, nationalities: [...new Set(nationalities)] };
+    return { schema: 'person', name, aliases: [...aliases], birth_dates: birthDates, nationalities: [...new Set(nationalities)] };
   };
 
-  const organization = () => {
+  const organization = (): EntryBody => {
     const culture = pick(CULTURES);
     const roll = random();
     const words =
-      roll < 0.3 ? familyName(culture) : roll < 0.6 ? invent(culture, 2 + Math.floor(random() * 2), '') : `${pick(COMPANY_WORDS)}${chance(0.3) ? ` ${pick(COMPANY_WORDS)}` : ''}`;
+      roll < 0.3
+        ? familyName(culture)
+        : roll < 0.6
+          ? invent(culture, 2 + Math.floor(random() * 2), '')
+          : `${pick(COMPANY_WORDS)}${chance(0.3) ? ` ${pick(COMPANY_WORDS)}` : ''}`;
     const core = `${words} ${pick(COMPANY_SECTORS)}`;
     const name = `${core} ${pick(LEGAL_FORMS)}`.toUpperCase();
     const aliases: string[] = [];
     if (chance(0.5)) aliases.push(core);
     if (chance(0.3)) aliases.push(core.split(/\s+/).map((word) => word[0]).join('').toUpperCase());
     if (chance(0.2)) aliases.push(`${pick(COMPANY_WORDS)} ${pick(COMPANY_SECTORS)} ${pick(LEGAL_FORMS)}`);
-    return { schema: 'organization' as SanctionSchema, name, aliases, birth_dates: [], nationalities: chance(0.9) ? [pick(COMPANY_COUNTRIES)] : [] };
+    return { schema: 'organization', name, aliases, birth_dates: [], nationalities: chance(0.9) ? [pick(COMPANY_COUNTRIES)] : [] };
   };
 
-  const vessel = () => ({
-    schema: 'vessel' as SanctionSchema,
-    name: `${pick(VESSEL_WORDS)} ${chance(0.5) ? pick(VESSEL_WORDS) : invent(pick(CULTURES), 2, '')}${chance(0.4) ? ` ${1 + Math.floor(random() * 20)}` : ''}`.toUpperCase(),
+  const vessel = (): EntryBody => ({
+    schema: 'vessel',
+    name: [pick(VESSEL_WORDS), chance(0.5) ? pick(VESSEL_WORDS) : invent(pick(CULTURES), 2, ''), chance(0.4) ? String(1 + Math.floor(random() * 20)) : '']
+      .join(' ')
+      .trim()
+      .toUpperCase(),
     aliases: [],
     birth_dates: [],
     nationalities: [pick(FLAGS)],
@@ -242,7 +252,14 @@ export function generateSanctionEntries(count: number, seed: number): SanctionEn
     const sourceRoll = random();
     const source: SanctionSource = sourceRoll < 0.45 ? 'ofac' : sourceRoll < 0.6 ? 'un' : 'opensanctions';
     const topicRoll = random();
-    const topics = source !== 'opensanctions' || topicRoll < 0.6 ? ['sanction'] : topicRoll < 0.85 ? ['pep'] : topicRoll < 0.95 ? ['crime'] : ['sanction', 'crime'];
+    const topics =
+      source !== 'opensanctions' || topicRoll < 0.6
+        ? ['sanction']
+        : topicRoll < 0.85
+          ? ['pep']
+          : topicRoll < 0.95
+            ? ['crime']
+            : ['sanction', 'crime'];
     const id = nextId[source]++;
     entries.push({
       source,

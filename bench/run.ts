@@ -2,10 +2,14 @@
  * `npm run bench [name...]`: runs the named benchmarks (all by default), prints them and writes
  * each to its section of bench/RESULTS.md.
  */
+import { benchIngest } from './ingest.ts';
 import { benchTokenCheck } from './token-check.ts';
+import { benchUpsertLoad } from './upsert-load.ts';
 
 const BENCHMARKS: Record<string, () => Promise<void>> = {
   'token-check': benchTokenCheck,
+  ingest: benchIngest,
+  'upsert-load': benchUpsertLoad,
 };
 
 const selected = process.argv.slice(2);

@@ -40,8 +40,8 @@ test('a clean individual: created with every result field, screened, scored by t
     'action', 'customer_ref', 'decision', 'email_risk_score', 'id', 'ip_address_score', 'sanction_score', 'sanction_topic', 'score', 'warnings',
   ]);
   t.is(result.action, 'created');
-  t.is(result.decision, 'ACCEPT');
-  t.true(result.sanction_score < 50);
+  t.true(result.sanction_score < 60, JSON.stringify(result));
+  t.is(result.decision, 'ACCEPT', JSON.stringify(result));
   t.deepEqual(result.sanction_topic, []);
   t.is(typeof result.ip_address_score, 'number');
   t.is(typeof result.email_risk_score, 'number');
@@ -76,12 +76,13 @@ test('normalizations: gender case, country codes, trimmed text, invalid email ke
 });
 
 test('a listed name scores high on sanctions and the sanctions rule forces REJECT', async (t) => {
-  const { stdout } = await promisify(execFile)('head', ['-n', '1', path.join(fixtures, 'sdn.csv')]);
-  const listedName = stdout.split(',')[1]!.replace(/"/g, '');
-  const [last, first] = listedName.split(',').map((part) => part.trim());
-  const response = await app.request('POST', CUSTOMERS, { token, json: { customer_ref: 'c-listed', first_name: first ?? '', last_name: last } });
+  // test/fixtures/sanctions/sdn.csv lists "KARAVELLO, Dmitri Anatolyevich", DOB 14 Mar 1971, nationality Russia.
+  const response = await app.request('POST', CUSTOMERS, {
+    token,
+    json: { customer_ref: 'c-listed', first_name: 'Dmitri', last_name: 'Karavello', birth_date: '1971-03-14', nationality: 'RUS' },
+  });
   const [result] = response.body.data.results;
-  t.true(result.sanction_score >= 85, `${listedName}: ${result.sanction_score}`);
+  t.true(result.sanction_score >= 85, JSON.stringify(result));
   t.true(result.sanction_topic.length > 0);
   t.is(result.decision, 'REJECT');
   const stored = await app.database.knex('customers').where({ id: result.id }).first();
@@ -136,6 +137,10 @@ test('record-level skips for customers', async (t) => {
 });
 
 test('a rule loaded later changes the next batch (version bump reaches the workers)', async (t) => {
+  // Its own app: replacing the rule set must not disturb the other tests of this file.
+  const app = await startTestApp();
+  t.teardown(() => app.close());
+  const token = await app.merchantToken();
   await loadRuleSet(app.context, [
     { code: 'ALWAYS_REVIEW', name: 'Review everyone', target: 'customer', expression: { '==': [1, 1] }, score: 10, decision: 'REVIEW' },
   ]);

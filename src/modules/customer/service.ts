@@ -3,7 +3,7 @@ import type { AppContext, Actor } from '../../context.ts';
 import { withTransaction } from '../../db/knex.ts';
 import { lastOccurrence, reportRepeatedRefs } from '../records/batch.ts';
 import { validateRecord } from '../records/fields.ts';
-import { SKIPPED_DECISION, SKIPPED_SCORE, type Action } from '../records/results.ts';
+import { SKIPPED_DECISION, SKIPPED_SCORE, withoutNulls, type Action } from '../records/results.ts';
 import { columnsOf, insertRows, upsertRows } from '../records/sql.ts';
 import type { EvaluationInput } from '../rules/definitions.ts';
 import { EXECUTION_LOG_COLUMNS, evaluateInPool, executionLogRow } from '../rules/engine.ts';
@@ -90,18 +90,18 @@ export async function upsertCustomers(app: AppContext, inputs: Record<string, un
 
   const evaluationInputs: EvaluationInput[] = stored.map((item) => {
     const screening = screeningByIndex.get(item.index);
-    const record = { ...item.extras, ...item.values };
+    const record = withoutNulls({ ...item.extras, ...item.values });
     return {
       target: 'customer',
       record,
-      customer: {
+      customer: withoutNulls({
         ...record,
-        sanction_score: screening?.sanction_score ?? null,
+        sanction_score: screening?.sanction_score,
         sanction_topic: screening?.sanction_topic ?? [],
-        ip_address_score: screening?.ip_address_score ?? null,
-        email_risk_score: screening?.email_risk_score ?? null,
-        ip_country: screening?.ip_country ?? null,
-      },
+        ip_address_score: screening?.ip_address_score,
+        email_risk_score: screening?.email_risk_score,
+        ip_country: screening?.ip_country,
+      }),
       event: null,
       aggregates: {},
     };

@@ -9,3 +9,17 @@ export const SKIPPED_DECISION = 'REJECT';
 export function numericOrNull(value: unknown): number | null {
   return value === null || value === undefined ? null : Number(value);
 }
+
+/**
+ * The object without null and undefined values. Rules read a missing variable as null, so
+ * dropping them changes no outcome, and it keeps the pool messages and the stored decision
+ * contexts to the values that exist.
+ */
+export function withoutNulls(values: Record<string, unknown>): Record<string, unknown> {
+  const kept: Record<string, unknown> = {};
+  for (const key in values) {
+    const value = values[key];
+    if (value !== null && value !== undefined) kept[key] = value;
+  }
+  return kept;
+}

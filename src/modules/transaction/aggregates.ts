@@ -26,40 +26,29 @@ const DIRECTIONS = [
   ['credit_', 0],
   ['debit_', 1],
 ] as const;
-const DISTINCT = [
-  ['devices', 'device_id'],
-  ['ips', 'ip_address'],
-  ['countries', 'country'],
-] as const;
+const DISTINCT = ['devices', 'ips', 'countries'] as const;
 
-function historySelectList(): string {
-  const columns: string[] = [];
-  for (const [window] of WINDOWS) {
-    const interval = window.replace('h', ' hours').replace('d', ' days');
-    for (const [prefix, ioType] of DIRECTIONS) {
-      const filter = `t.event_date >= b.event_date - interval '${interval}'${ioType === null ? '' : ` and t.io_type = ${ioType}`}`;
-      columns.push(`count(t.id) filter (where ${filter}) as count_${prefix}${window}`);
-      columns.push(`coalesce(sum(t.amount) filter (where ${filter}), 0)::float8 as sum_${prefix}${window}`);
-    }
-  }
-  for (const [name, column] of DISTINCT) {
-    columns.push(`array_remove(array_agg(distinct t.${column}) filter (where t.event_date >= b.event_date - interval '24 hours'), null) as ${name}_24h`);
-    columns.push(`array_remove(array_agg(distinct t.${column}), null) as ${name}_30d`);
-  }
-  return columns.join(',\n  ');
-}
-
+/**
+ * Per record, one index range scan over the customer's previous 30 days, grouped into age
+ * buckets (1h, 24h, 7d, 30d) and io_type: two aggregates per group instead of a filtered
+ * aggregate per window, and a LATERAL join so the plan stays an index scan per record however
+ * large the table grows. Devices, IPs and countries come back as plain arrays, de-duplicated in JS.
+ */
 const HISTORY_SQL = `
-with b as (select * from unnest(?::int[], ?::uuid[], ?::timestamptz[]) as b(ord, customer_id, event_date))
-select b.ord,
-  ${historySelectList()}
-from b
-left join financial_transactions t
-  on t.customer_id = b.customer_id
- and t.event_date < b.event_date
- and t.event_date >= b.event_date - interval '30 days'
- and t.transaction_ref not in (select unnest(?::text[]))
-group by b.ord`;
+with b as (select * from unnest(?::int[], ?::uuid[], ?::timestamptz[]) as b(ord, customer_id, event_date)),
+refs as materialized (select unnest(?::text[]) as ref)
+select b.ord, x.bucket, x.io_type, x.n, x.amount, x.devices, x.ips, x.countries
+from b cross join lateral (
+  select case when t.event_date >= b.event_date - interval '1 hour' then 0
+              when t.event_date >= b.event_date - interval '24 hours' then 1
+              when t.event_date >= b.event_date - interval '7 days' then 2 else 3 end as bucket,
+    t.io_type, count(*)::int as n, sum(t.amount)::float8 as amount,
+    array_agg(t.device_id) as devices, array_agg(t.ip_address) as ips, array_agg(t.country) as countries
+  from financial_transactions t
+  where t.customer_id = b.customer_id and t.event_date < b.event_date and t.event_date >= b.event_date - interval '30 days'
+    and t.transaction_ref not in (select ref from refs)
+  group by 1, 2
+) x`;
 
 const FIRST_TRANSACTION_SQL = `
 select c.id as customer_id, f.event_date
@@ -70,7 +59,17 @@ cross join lateral (
   order by event_date limit 1
 ) f`;
 
-type HistoryRow = Record<string, number | string[]> & { ord: number };
+interface HistoryRow {
+  ord: number;
+  /** 0: within 1h, 1: within 24h, 2: within 7d, 3: within 30d. */
+  bucket: number;
+  io_type: number;
+  n: number;
+  amount: number;
+  devices: Array<string | null>;
+  ips: Array<string | null>;
+  countries: Array<string | null>;
+}
 
 /**
  * Velocity aggregates (names in src/modules/rules/definitions.ts AGGREGATE_NAMES) for every
@@ -94,7 +93,8 @@ export async function computeAggregates(db: Knex, items: AggregateItem[], batchR
     ]),
     db.raw(FIRST_TRANSACTION_SQL, [customerIds, batchRefs]),
   ]);
-  const historyByIndex = new Map<number, HistoryRow>((history.rows as HistoryRow[]).map((row) => [row.ord, row]));
+  const historyByIndex = new Map<number, HistoryRow[]>();
+  for (const row of history.rows as HistoryRow[]) historyByIndex.set(row.ord, [...(historyByIndex.get(row.ord) ?? []), row]);
   const firstStored = new Map<string, number>(
     (firsts.rows as Array<{ customer_id: string; event_date: Date }>).map((row) => [row.customer_id, row.event_date.getTime()]),
   );
@@ -109,18 +109,36 @@ export async function computeAggregates(db: Knex, items: AggregateItem[], batchR
   const before = (a: AggregateItem, b: AggregateItem) => a.eventDate < b.eventDate || (a.eventDate === b.eventDate && a.index < b.index);
 
   for (const item of wanted) {
-    const row = historyByIndex.get(item.index)!;
     const aggregates: Aggregates = {};
     for (const [window] of WINDOWS) {
       for (const [prefix] of DIRECTIONS) {
-        aggregates[`count_${prefix}${window}`] = Number(row[`count_${prefix}${window}`]);
-        aggregates[`sum_${prefix}${window}`] = Number(row[`sum_${prefix}${window}`]);
+        aggregates[`count_${prefix}${window}`] = 0;
+        aggregates[`sum_${prefix}${window}`] = 0;
       }
     }
     const sets: Record<string, Set<string>> = {};
-    for (const [name] of DISTINCT) {
-      sets[`${name}_24h`] = new Set(row[`${name}_24h`] as string[]);
-      sets[`${name}_30d`] = new Set(row[`${name}_30d`] as string[]);
+    for (const name of DISTINCT) {
+      sets[`${name}_24h`] = new Set();
+      sets[`${name}_30d`] = new Set();
+    }
+    for (const row of historyByIndex.get(item.index) ?? []) {
+      // A bucket counts towards its own window and every longer one.
+      WINDOWS.forEach(([window], windowIndex) => {
+        if (row.bucket > windowIndex) return;
+        for (const [prefix, ioType] of DIRECTIONS) {
+          if (ioType !== null && ioType !== row.io_type) continue;
+          aggregates[`count_${prefix}${window}`]! += row.n;
+          aggregates[`sum_${prefix}${window}`]! += row.amount;
+        }
+      });
+      const values = { devices: row.devices, ips: row.ips, countries: row.countries };
+      for (const name of DISTINCT) {
+        for (const value of values[name]) {
+          if (value === null) continue;
+          sets[`${name}_30d`]!.add(value);
+          if (row.bucket <= 1) sets[`${name}_24h`]!.add(value);
+        }
+      }
     }
     let first = firstStored.get(item.customerId) ?? null;
 
@@ -139,7 +157,7 @@ export async function computeAggregates(db: Knex, items: AggregateItem[], batchR
       }
       if (age > WINDOWS[3][1]) continue;
       const values = { devices: contribution.deviceId, ips: contribution.ip, countries: contribution.country };
-      for (const [name] of DISTINCT) {
+      for (const name of DISTINCT) {
         const value = values[name];
         if (value === null) continue;
         sets[`${name}_30d`]!.add(value);

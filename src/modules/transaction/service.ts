@@ -4,11 +4,12 @@ import { withTransaction } from '../../db/knex.ts';
 import { EVENT_TYPES, type EventType } from '../events/service.ts';
 import { lastOccurrence, reportRepeatedRefs } from '../records/batch.ts';
 import { validateRecord, type FieldTable } from '../records/fields.ts';
-import { numericOrNull, SKIPPED_DECISION, SKIPPED_SCORE, type Action } from '../records/results.ts';
+import { numericOrNull, SKIPPED_DECISION, SKIPPED_SCORE, withoutNulls, type Action } from '../records/results.ts';
 import { columnsOf, insertRows, upsertRows } from '../records/sql.ts';
 import type { EvaluationInput } from '../rules/definitions.ts';
 import { EXECUTION_LOG_COLUMNS, evaluateInPool, executionLogRow, type Evaluation } from '../rules/engine.ts';
 import { computeAggregates, type AggregateItem } from './aggregates.ts';
+import { customerFields } from '../customer/schemas.ts';
 import { financialFields, nonFinancialFields } from './schemas.ts';
 
 export interface TransactionKind {
@@ -189,11 +190,11 @@ export async function upsertTransactions(
   const scored = stored.filter((item) => item.ruleCheck);
   const evaluationInputs: EvaluationInput[] = scored.map((item) => ({
     target: kind.target,
-    record: {
+    record: withoutNulls({
       ...item.extras,
       ...item.values,
       ...(kind.target === 'financial' ? { amount: Number(item.values.amount), fee_amount: numericOrNull(item.values.fee_amount) } : {}),
-    },
+    }),
     customer: customerForRules(item.customer),
     event: item.event,
     aggregates: aggregates.get(item.index)!,
@@ -251,17 +252,24 @@ export async function upsertTransactions(
   return results;
 }
 
-/** The customer as rules see it: fields, screening scores as numbers, raw extras underneath. */
+const CUSTOMER_RULE_FIELDS = [
+  ...customerFields.map((spec) => spec.name),
+  'score',
+  'decision',
+  'sanction_score',
+  'sanction_topic',
+  'ip_address_score',
+  'email_risk_score',
+];
+
+/**
+ * The customer as rules see it: its fields, its own risk result and screening scores as numbers,
+ * raw extras underneath; no bookkeeping columns, no nulls.
+ */
 export function customerForRules(row: Record<string, unknown>): Record<string, unknown> {
-  const { raw, sanction_matches: _matches, ip_reasons: _ip, email_reasons: _email, ...columns } = row;
-  const birthDate = columns.birth_date instanceof Date ? columns.birth_date.toISOString().slice(0, 10) : columns.birth_date;
-  return {
-    ...(raw as Record<string, unknown>),
-    ...columns,
-    birth_date: birthDate,
-    score: numericOrNull(columns.score),
-    sanction_score: numericOrNull(columns.sanction_score),
-    ip_address_score: numericOrNull(columns.ip_address_score),
-    email_risk_score: numericOrNull(columns.email_risk_score),
-  };
+  const customer: Record<string, unknown> = { ...(row.raw as Record<string, unknown>) };
+  for (const name of CUSTOMER_RULE_FIELDS) customer[name] = row[name];
+  if (row.birth_date instanceof Date) customer.birth_date = row.birth_date.toISOString().slice(0, 10);
+  for (const name of ['score', 'sanction_score', 'ip_address_score', 'email_risk_score']) customer[name] = numericOrNull(row[name]);
+  return withoutNulls(customer);
 }

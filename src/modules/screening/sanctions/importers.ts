@@ -74,7 +74,6 @@ function readOfacCsv(text: string): { records: string[][]; malformed: number } {
   let malformed = 0;
   const records = parseCsv(text.replace(/\x1a\s*$/, ''), {
     relax_column_count: true,
-    relax_quotes: true,
     skip_empty_lines: true,
     skip_records_with_error: true,
     on_skip: () => {
@@ -370,9 +369,11 @@ function openSanctionsLine(line: string): FtmLine {
   const aliases = unique([...names.slice(1), ...stringList(properties, 'alias'), ...stringList(properties, 'previousName')]).filter(
     (alias) => alias !== name,
   );
-  const countryKeys = schema === 'person' ? ['nationality', 'citizenship'] : ['jurisdiction', 'country', 'mainCountry'];
+  const countryKeys = schema === 'person' ? ['nationality', 'citizenship'] : ['jurisdiction', 'country', 'mainCountry', 'flag'];
   const programIds = stringList(properties, 'programId');
-  const datasets = Array.isArray(entity.datasets) ? entity.datasets.filter((dataset): dataset is string => typeof dataset === 'string') : [];
+  const datasets = Array.isArray(entity.datasets)
+    ? entity.datasets.filter((dataset): dataset is string => typeof dataset === 'string')
+    : [];
   const notes = stringList(properties, 'notes');
   const entry: SanctionEntry = {
     source: 'opensanctions',

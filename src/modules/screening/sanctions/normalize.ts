@@ -4,10 +4,10 @@ import doubleMetaphone from 'talisman/phonetics/double-metaphone.js';
 
 /**
  * Legal-form words carry no identity: "Galax Trading Co., Ltd." and "GALAX TRADING LIMITED" are
- * the same company. Dots are removed before this lookup, so "S.A." arrives as "sa".
+ * the same company. Dotted abbreviations are joined before this lookup, so "S.A." arrives as "sa".
  */
 const LEGAL_FORM_WORDS = new Set([
-  'ab', 'ag', 'ao', 'aps', 'as', 'bhd', 'bv', 'cjsc', 'co', 'company', 'corp', 'corporation', 'cv',
+  'ab', 'ag', 'ao', 'aps', 'as', 'bhd', 'bv', 'ca', 'cjsc', 'co', 'company', 'corp', 'corporation', 'cv',
   'dd', 'doo', 'eirl', 'fzc', 'fzco', 'fze', 'fzllc', 'gmbh', 'inc', 'incorporated', 'jsc', 'kft',
   'kg', 'kk', 'limited', 'llc', 'llp', 'lp', 'ltd', 'ltda', 'mbh', 'nv', 'oao', 'ojsc', 'ooo', 'oy',
   'oyj', 'pao', 'pjsc', 'plc', 'pllc', 'pte', 'pty', 'pvt', 'sa', 'sab', 'sae', 'sal', 'sapi', 'sarl',
@@ -36,13 +36,18 @@ const HONORIFICS = new Set([
  * ("al-Hassan", "Hassan", "Juan de la Cruz", "Bank of Cuba"). Kept, "al" alone would sit in one
  * name in eight and make "Ali" look like "Al".
  */
-const PARTICLES = new Set(['al', 'and', 'bin', 'bint', 'da', 'de', 'del', 'der', 'des', 'di', 'du', 'el', 'ibn', 'la', 'le', 'of', 'the', 'van', 'von', 'y']);
+const PARTICLES = new Set([
+  'al', 'and', 'bin', 'bint', 'da', 'de', 'del', 'der', 'des', 'di', 'du', 'el', 'ibn', 'la', 'le', 'of',
+  'the', 'van', 'von', 'y',
+]);
 
 function tokenize(text: string): string[] {
   return anyAscii(text)
     .toLowerCase()
-    // "Sa'id" must stay one token and "S.A." must become "sa", not two letters.
-    .replace(/['`.]/g, '')
+    // "Sa'id" must stay one token, and "S.A." or "L.L.C." one word rather than single letters,
+    // while "J.Smith" is still two.
+    .replace(/['`]/g, '')
+    .replace(/(?<=\b[a-z])\.(?=[a-z]\b)/g, '')
     .split(/[^a-z0-9]+/)
     .filter((token) => token.length > 0);
 }

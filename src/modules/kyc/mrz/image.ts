@@ -1,0 +1,294 @@
+/**
+ * Grayscale raster helpers for the MRZ reader: plain typed arrays, no native calls, so the same code
+ * runs in a piscina worker, in the tests and in the training-data renderer (models/mrz/).
+ */
+
+export interface GrayImage {
+  readonly width: number;
+  readonly height: number;
+  readonly data: Uint8Array;
+}
+
+export function createGray(width: number, height: number): GrayImage {
+  return { width, height, data: new Uint8Array(width * height) };
+}
+
+/** Area-average downscale by a real factor (>= 1), so thin strokes are not dropped as point sampling would. */
+export function downscale(image: GrayImage, factor: number): GrayImage {
+  if (factor <= 1) return image;
+  const width = Math.max(1, Math.floor(image.width / factor));
+  const height = Math.max(1, Math.floor(image.height / factor));
+  const columns = areaTaps(image.width, width, factor);
+  const rows = areaTaps(image.height, height, factor);
+  const horizontal = new Float32Array(width * image.height);
+  for (let y = 0; y < image.height; y++) {
+    const rowIn = y * image.width;
+    const rowOut = y * width;
+    for (let x = 0; x < width; x++) {
+      let sum = 0;
+      for (let tap = columns.offsets[x]!, end = columns.offsets[x + 1]!; tap < end; tap++) {
+        sum += columns.weights[tap]! * image.data[rowIn + columns.sources[tap]!]!;
+      }
+      horizontal[rowOut + x] = sum;
+    }
+  }
+  const out = createGray(width, height);
+  const accumulator = new Float32Array(width);
+  for (let y = 0; y < height; y++) {
+    accumulator.fill(0);
+    for (let tap = rows.offsets[y]!, end = rows.offsets[y + 1]!; tap < end; tap++) {
+      const weight = rows.weights[tap]!;
+      const rowIn = rows.sources[tap]! * width;
+      for (let x = 0; x < width; x++) accumulator[x]! += weight * horizontal[rowIn + x]!;
+    }
+    const rowOut = y * width;
+    for (let x = 0; x < width; x++) out.data[rowOut + x] = Math.round(accumulator[x]!);
+  }
+  return out;
+}
+
+/** For each output pixel, the source pixels it covers and their normalized overlap weights. */
+function areaTaps(sourceLength: number, length: number, factor: number): { offsets: Int32Array; sources: Int32Array; weights: Float32Array } {
+  const offsets = new Int32Array(length + 1);
+  const sources: number[] = [];
+  const weights: number[] = [];
+  for (let index = 0; index < length; index++) {
+    const start = index * factor;
+    const end = start + factor;
+    for (let source = Math.floor(start); source < end && source < sourceLength; source++) {
+      sources.push(source);
+      weights.push((Math.min(source + 1, end) - Math.max(source, start)) / factor);
+    }
+    offsets[index + 1] = sources.length;
+  }
+  return { offsets, sources: Int32Array.from(sources), weights: Float32Array.from(weights) };
+}
+
+/** Bilinear sample with edge clamping. */
+export function sample(image: GrayImage, x: number, y: number): number {
+  const maxX = image.width - 1;
+  const maxY = image.height - 1;
+  const cx = x < 0 ? 0 : x > maxX ? maxX : x;
+  const cy = y < 0 ? 0 : y > maxY ? maxY : y;
+  const x0 = Math.floor(cx);
+  const y0 = Math.floor(cy);
+  const x1 = x0 < maxX ? x0 + 1 : x0;
+  const y1 = y0 < maxY ? y0 + 1 : y0;
+  const fx = cx - x0;
+  const fy = cy - y0;
+  const row0 = y0 * image.width;
+  const row1 = y1 * image.width;
+  const top = image.data[row0 + x0]! + (image.data[row0 + x1]! - image.data[row0 + x0]!) * fx;
+  const bottom = image.data[row1 + x0]! + (image.data[row1 + x1]! - image.data[row1 + x0]!) * fx;
+  return top + (bottom - top) * fy;
+}
+
+/**
+ * A text line in image coordinates: `origin` lies on the line's midline where the strip starts, `ux, uy`
+ * is the unit reading direction, and `scale` is source pixels per strip pixel.
+ */
+export interface LineFrame {
+  originX: number;
+  originY: number;
+  ux: number;
+  uy: number;
+  scale: number;
+}
+
+/**
+ * Resamples a rotated band of the image into an axis-aligned strip whose row `midRow` is the line's
+ * midline. Supersamples when shrinking so small strokes average in instead of aliasing.
+ */
+export function rectify(image: GrayImage, frame: LineFrame, width: number, height: number, midRow: number): GrayImage {
+  const out = createGray(width, height);
+  const { originX, originY, ux, uy, scale } = frame;
+  const taps = Math.min(4, Math.max(1, Math.ceil(scale - 0.25)));
+  const weight = 1 / (taps * taps);
+  for (let row = 0; row < height; row++) {
+    for (let column = 0; column < width; column++) {
+      let sum = 0;
+      for (let ty = 0; ty < taps; ty++) {
+        const dy = (row - midRow + (ty + 0.5) / taps - 0.5) * scale;
+        for (let tx = 0; tx < taps; tx++) {
+          const dx = (column + (tx + 0.5) / taps - 0.5) * scale;
+          sum += sample(image, originX + dx * ux - dy * uy, originY + dx * uy + dy * ux);
+        }
+      }
+      out.data[row * width + column] = Math.round(sum * weight);
+    }
+  }
+  return out;
+}
+
+/** Value at a quantile (0..1) of the pixels in a rectangle, from a 256-bin histogram. */
+export function quantiles(image: GrayImage, left: number, top: number, right: number, bottom: number, qs: readonly number[]): number[] {
+  const histogram = new Uint32Array(256);
+  const x0 = Math.max(0, Math.floor(left));
+  const x1 = Math.min(image.width, Math.ceil(right));
+  const y0 = Math.max(0, Math.floor(top));
+  const y1 = Math.min(image.height, Math.ceil(bottom));
+  let count = 0;
+  for (let y = y0; y < y1; y++) {
+    const row = y * image.width;
+    for (let x = x0; x < x1; x++) histogram[image.data[row + x]!]!++;
+    count += Math.max(0, x1 - x0);
+  }
+  return qs.map((q) => {
+    const target = q * count;
+    let seen = 0;
+    for (let value = 0; value < 256; value++) {
+      seen += histogram[value]!;
+      if (seen > target) return value;
+    }
+    return 255;
+  });
+}
+
+/** Otsu's threshold over the whole image: pixels at or below it are ink. */
+export function otsu(image: GrayImage): number {
+  const histogram = new Float64Array(256);
+  for (const value of image.data) histogram[value]!++;
+  const total = image.data.length;
+  let sumAll = 0;
+  for (let value = 0; value < 256; value++) sumAll += value * histogram[value]!;
+  let weightBelow = 0;
+  let sumBelow = 0;
+  let best = 0;
+  let threshold = 127;
+  for (let value = 0; value < 256; value++) {
+    weightBelow += histogram[value]!;
+    if (weightBelow === 0) continue;
+    const weightAbove = total - weightBelow;
+    if (weightAbove === 0) break;
+    sumBelow += value * histogram[value]!;
+    const meanBelow = sumBelow / weightBelow;
+    const meanAbove = (sumAll - sumBelow) / weightAbove;
+    const between = weightBelow * weightAbove * (meanBelow - meanAbove) ** 2;
+    if (between > best) {
+      best = between;
+      threshold = value;
+    }
+  }
+  return threshold;
+}
+
+/**
+ * Dark-on-light mask by comparison with the local mean (integral image), which copes with uneven
+ * light; `minContrast` keeps flat noisy regions out.
+ */
+export function darkMask(image: GrayImage, window: number, ratio: number, minContrast: number): Uint8Array {
+  const { width, height, data } = image;
+  const stride = width + 1;
+  const integral = new Float64Array(stride * (height + 1));
+  for (let y = 0; y < height; y++) {
+    let rowSum = 0;
+    for (let x = 0; x < width; x++) {
+      rowSum += data[y * width + x]!;
+      integral[(y + 1) * stride + x + 1] = integral[y * stride + x + 1]! + rowSum;
+    }
+  }
+  const half = Math.max(1, Math.floor(window / 2));
+  const mask = new Uint8Array(width * height);
+  for (let y = 0; y < height; y++) {
+    const y0 = Math.max(0, y - half);
+    const y1 = Math.min(height, y + half + 1);
+    for (let x = 0; x < width; x++) {
+      const x0 = Math.max(0, x - half);
+      const x1 = Math.min(width, x + half + 1);
+      const sum = integral[y1 * stride + x1]! - integral[y0 * stride + x1]! - integral[y1 * stride + x0]! + integral[y0 * stride + x0]!;
+      const mean = sum / ((x1 - x0) * (y1 - y0));
+      const value = data[y * width + x]!;
+      if (value < mean * ratio && mean - value > minContrast) mask[y * width + x] = 1;
+    }
+  }
+  return mask;
+}
+
+export interface Components {
+  count: number;
+  minX: Int32Array;
+  maxX: Int32Array;
+  minY: Int32Array;
+  maxY: Int32Array;
+  area: Int32Array;
+  sumX: Float64Array;
+  sumY: Float64Array;
+}
+
+/** 8-connected components of a 0/1 mask, with bounding boxes, areas and centroid sums. */
+export function components(mask: Uint8Array, width: number, height: number): Components {
+  const labels = new Int32Array(width * height);
+  const parent: number[] = [0];
+  const find = (label: number): number => {
+    let root = label;
+    while (parent[root] !== root) root = parent[root]!;
+    while (parent[label] !== root) {
+      const next = parent[label]!;
+      parent[label] = root;
+      label = next;
+    }
+    return root;
+  };
+  const union = (a: number, b: number): number => {
+    const ra = find(a);
+    const rb = find(b);
+    if (ra === rb) return ra;
+    if (ra < rb) {
+      parent[rb] = ra;
+      return ra;
+    }
+    parent[ra] = rb;
+    return rb;
+  };
+  for (let y = 0; y < height; y++) {
+    for (let x = 0; x < width; x++) {
+      const index = y * width + x;
+      if (!mask[index]) continue;
+      let label = 0;
+      const left = x > 0 ? labels[index - 1]! : 0;
+      const upLeft = y > 0 && x > 0 ? labels[index - width - 1]! : 0;
+      const up = y > 0 ? labels[index - width]! : 0;
+      const upRight = y > 0 && x < width - 1 ? labels[index - width + 1]! : 0;
+      if (left) label = left;
+      if (upLeft) label = label ? (label === upLeft ? label : union(label, upLeft)) : upLeft;
+      if (up) label = label ? (label === up ? label : union(label, up)) : up;
+      if (upRight) label = label ? (label === upRight ? label : union(label, upRight)) : upRight;
+      if (label === 0) {
+        label = parent.length;
+        parent.push(label);
+      }
+      labels[index] = label;
+    }
+  }
+  const compact = new Int32Array(parent.length);
+  let count = 0;
+  for (let label = 1; label < parent.length; label++) {
+    const root = find(label);
+    compact[label] = root === label ? count++ : compact[root]!;
+  }
+  const result: Components = {
+    count,
+    minX: new Int32Array(count).fill(width),
+    maxX: new Int32Array(count).fill(-1),
+    minY: new Int32Array(count).fill(height),
+    maxY: new Int32Array(count).fill(-1),
+    area: new Int32Array(count),
+    sumX: new Float64Array(count),
+    sumY: new Float64Array(count),
+  };
+  for (let y = 0; y < height; y++) {
+    for (let x = 0; x < width; x++) {
+      const label = labels[y * width + x]!;
+      if (label === 0) continue;
+      const id = compact[label]!;
+      if (x < result.minX[id]!) result.minX[id] = x;
+      if (x > result.maxX[id]!) result.maxX[id] = x;
+      if (y < result.minY[id]!) result.minY[id] = y;
+      if (y > result.maxY[id]!) result.maxY[id] = y;
+      result.area[id]!++;
+      result.sumX[id]! += x;
+      result.sumY[id]! += y;
+    }
+  }
+  return result;
+}

@@ -1,0 +1,189 @@
+/**
+ * readMrz: photograph in, MRZ lines and fields out. Pure apart from sharp and onnxruntime, so it runs
+ * the same in a piscina worker, the CLI and the tests.
+ *
+ * sharp.concurrency is left to the process that owns the threads: the vision worker entry sets
+ * `sharp.concurrency(1)` (ARCHITECTURE.md: intra-op threads times workers must not exceed the cores);
+ * setting it here would also throttle sharp in the main thread of whoever imports this module.
+ */
+import sharp, { type Metadata } from 'sharp';
+import { decode, emptyFields, type Correction, type Decoded, type MrzFields, type MrzFormat } from './decode.ts';
+import { GLYPH_PIXELS, writeGlyphs } from './glyphs.ts';
+import type { GrayImage } from './image.ts';
+import { locateBands, type Band } from './locate.ts';
+import { classify } from './model.ts';
+import { cutStrip, fitGrid, type GlyphGrid, type LineStrip } from './segment.ts';
+
+export type { MrzFields, MrzFormat, Correction };
+
+export interface MrzReadOptions {
+  /** Refuse images with more pixels than this (decompression bombs); default 40 megapixels. */
+  maxPixels?: number;
+  /** Photographs are shrunk to this long side before reading; default 2000. */
+  maxSide?: number;
+}
+
+export interface MrzReadResult {
+  found: boolean;
+  lines: string[];
+  format: MrzFormat | null;
+  /** Every check digit holds (per the `mrz` library). */
+  valid: boolean;
+  fields: MrzFields;
+  invalid_fields: string[];
+  /** Characters changed from the model's first choice to its runner-up to satisfy a check digit. */
+  corrections: Correction[];
+  /** Mean model probability of the characters read, 0 when nothing was found. */
+  confidence: number;
+  timings: { decode_ms: number; locate_ms: number; recognize_ms: number; parse_ms: number; total_ms: number };
+}
+
+export type MrzImageErrorReason = 'image_empty' | 'image_unreadable' | 'image_too_large';
+
+/** The image itself is unusable; `reason` is stable for callers to map onto their error results. */
+export class MrzImageError extends Error {
+  constructor(
+    readonly reason: MrzImageErrorReason,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'MrzImageError';
+  }
+}
+
+const DEFAULT_MAX_PIXELS = 40_000_000;
+const DEFAULT_MAX_SIDE = 2000;
+/** Below these a read is taken for text that merely looks like an MRZ band. */
+const MIN_CONFORMITY = 0.85;
+const MIN_CONFIDENCE = 0.6;
+/** Enough for the MRZ and a few look-alike bands; bounds the time spent on photographs without one. */
+const MAX_ATTEMPTS = 8;
+
+export async function readMrz(image: Buffer, options: MrzReadOptions = {}): Promise<MrzReadResult> {
+  const started = performance.now();
+  const gray = await decodeImage(image, options.maxPixels ?? DEFAULT_MAX_PIXELS, options.maxSide ?? DEFAULT_MAX_SIDE);
+  const decoded = performance.now();
+  const bands = locateBands(gray);
+  const located = performance.now();
+  const timing = { recognize: 0, parse: 0 };
+  const best = await readBands(gray, bands, timing);
+  const total = performance.now() - started;
+  const timings = {
+    decode_ms: round(decoded - started),
+    locate_ms: round(located - decoded),
+    recognize_ms: round(timing.recognize),
+    parse_ms: round(timing.parse),
+    total_ms: round(total),
+  };
+  if (!best) {
+    return { found: false, lines: [], format: null, valid: false, fields: emptyFields(), invalid_fields: [], corrections: [], confidence: 0, timings };
+  }
+  return {
+    found: true,
+    lines: best.lines,
+    format: best.format,
+    valid: best.valid,
+    fields: best.fields,
+    invalid_fields: best.invalid_fields,
+    corrections: best.corrections,
+    confidence: round(best.confidence, 3),
+    timings,
+  };
+}
+
+async function decodeImage(image: Buffer, maxPixels: number, maxSide: number): Promise<GrayImage> {
+  if (!Buffer.isBuffer(image) || image.length === 0) throw new MrzImageError('image_empty', 'The image is empty');
+  let metadata: Metadata;
+  try {
+    metadata = await sharp(image, { limitInputPixels: maxPixels }).metadata();
+  } catch (error) {
+    throw new MrzImageError('image_unreadable', `The file is not a readable image (${(error as Error).message})`);
+  }
+  const width = metadata.width ?? 0;
+  const height = metadata.height ?? 0;
+  if (width * height > maxPixels) {
+    throw new MrzImageError('image_too_large', `The image has ${width}x${height} pixels, more than the ${maxPixels} allowed`);
+  }
+  try {
+    const { data, info } = await sharp(image, { limitInputPixels: maxPixels, failOn: 'truncated' })
+      .rotate()
+      .resize({ width: maxSide, height: maxSide, fit: 'inside', withoutEnlargement: true })
+      .greyscale()
+      .raw()
+      .toBuffer({ resolveWithObject: true });
+    if (info.channels !== 1) throw new Error(`expected one channel, got ${info.channels}`);
+    return { width: info.width, height: info.height, data: new Uint8Array(data.buffer, data.byteOffset, data.length) };
+  } catch (error) {
+    const message = (error as Error).message;
+    if (/pixel limit/i.test(message)) throw new MrzImageError('image_too_large', `The image is too large (${message})`);
+    throw new MrzImageError('image_unreadable', `The image could not be decoded (${message})`);
+  }
+}
+
+/**
+ * Reads bands best first, each as shown and then turned 180 degrees, and for two-line bands as 44 and
+ * as 36 characters (the count whose grid fits the glyphs first). Stops at the first read whose check
+ * digits hold; otherwise keeps the most confident read that looks like an MRZ.
+ */
+async function readBands(image: GrayImage, bands: Band[], timing: { recognize: number; parse: number }): Promise<Decoded | null> {
+  let best: Decoded | null = null;
+  let attempts = 0;
+  for (const band of bands) {
+    for (const reversed of [false, true]) {
+      if (attempts >= MAX_ATTEMPTS) return best;
+      const recognizeStart = performance.now();
+      const ordered = reversed ? [...band.lines].reverse() : band.lines;
+      const strips: LineStrip[] = [];
+      for (const line of ordered) {
+        const strip = cutStrip(image, line, reversed);
+        if (strip) strips.push(strip);
+      }
+      timing.recognize += performance.now() - recognizeStart;
+      if (strips.length !== ordered.length) continue;
+      const counts = strips.length === 3 ? [30] : [44, 36];
+      const layouts = counts
+        .map((count) => ({ count, grids: strips.map((strip) => fitGrid(strip, count)) }))
+        .filter(({ grids }) => grids.every((grid) => plausiblePitch(grid)))
+        .sort((a, b) => misfit(a.grids) - misfit(b.grids));
+      for (const { count, grids } of layouts) {
+        attempts++;
+        const read = await recognize(strips, grids, count, timing);
+        if (read && read.valid) return read;
+        if (read && read.conformity >= MIN_CONFORMITY && read.confidence >= MIN_CONFIDENCE && (!best || read.confidence > best.confidence)) {
+          best = read;
+        }
+      }
+    }
+  }
+  return best;
+}
+
+/** OCR-B on documents: the pitch is 0.9 to 1.4 cap heights. */
+function plausiblePitch(grid: GlyphGrid): boolean {
+  return grid.pitch >= 0.85 * 20 && grid.pitch <= 1.5 * 20;
+}
+
+function misfit(grids: GlyphGrid[]): number {
+  return grids.reduce((sum, grid) => sum + grid.misfit, 0) / grids.length;
+}
+
+async function recognize(strips: LineStrip[], grids: GlyphGrid[], count: number, timing: { recognize: number; parse: number }): Promise<Decoded | null> {
+  const started = performance.now();
+  const glyphs = new Float32Array(strips.length * count * GLYPH_PIXELS);
+  strips.forEach((line, index) => {
+    const grid = grids[index]!;
+    writeGlyphs(line.strip, grid.centersX, grid.centersY, grid.pitch, glyphs.subarray(index * count * GLYPH_PIXELS));
+  });
+  const probabilities = await classify(glyphs, strips.length * count);
+  const classified = performance.now();
+  timing.recognize += classified - started;
+  const read = decode(probabilities, strips.length, count);
+  timing.parse += performance.now() - classified;
+  return read;
+}
+
+function round(value: number, digits = 1): number {
+  const factor = 10 ** digits;
+  return Math.round(value * factor) / factor;
+}
+

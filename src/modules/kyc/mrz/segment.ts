@@ -1,0 +1,183 @@
+/**
+ * Turns a located text line into a rectified strip and the centres of its fixed-pitch characters.
+ * Two passes: the first strip measures the real cap height, residual tilt and ink extent; the second
+ * is cut with those, so glyphs reach the model at the scale the model was trained on.
+ */
+import { STRIP_CAP_HEIGHT, STRIP_MID_ROW, STRIP_ROWS } from './glyphs.ts';
+import { components, otsu, rectify, type GrayImage } from './image.ts';
+import type { TextLine } from './locate.ts';
+
+/** Extra strip on each side of the ink, in cap heights, so the first and last glyph keep their context. */
+const MARGIN = 1.5;
+
+export interface LineStrip {
+  strip: GrayImage;
+  blobs: Blob[];
+  /** Ink extent of the line in strip columns. */
+  left: number;
+  right: number;
+}
+
+interface Blob {
+  minX: number;
+  maxX: number;
+  minY: number;
+  maxY: number;
+}
+
+export interface GlyphGrid {
+  centersX: number[];
+  centersY: number[];
+  pitch: number;
+  /** Mean distance of the separately seen glyphs from the grid, in pitches: small when the count is right. */
+  misfit: number;
+}
+
+/** `reversed` reads the line rotated by 180 degrees (an upside-down document). */
+export function cutStrip(image: GrayImage, line: TextLine, reversed: boolean): LineStrip | null {
+  let { centerX, centerY, halfLength, capHeight } = line;
+  let ux = reversed ? -line.ux : line.ux;
+  let uy = reversed ? -line.uy : line.uy;
+  for (let pass = 0; pass < 2; pass++) {
+    const scale = capHeight / STRIP_CAP_HEIGHT;
+    const reach = halfLength + MARGIN * capHeight;
+    const width = Math.max(8, Math.ceil((2 * reach) / scale));
+    const frame = { originX: centerX - reach * ux, originY: centerY - reach * uy, ux, uy, scale };
+    const strip = rectify(image, frame, width, STRIP_ROWS, STRIP_MID_ROW);
+    const measured = measure(strip);
+    if (!measured) return null;
+    if (pass === 1) return { strip, blobs: measured.blobs, left: measured.left, right: measured.right };
+    const tilt = Math.atan(measured.slope);
+    const middleColumn = (measured.left + measured.right) / 2;
+    const dx = middleColumn * scale - reach;
+    const dy = (measured.midRowAt(middleColumn) - STRIP_MID_ROW) * scale;
+    centerX += dx * ux - dy * uy;
+    centerY += dx * uy + dy * ux;
+    const cos = Math.cos(tilt);
+    const sin = Math.sin(tilt);
+    [ux, uy] = [ux * cos - uy * sin, ux * sin + uy * cos];
+    halfLength = ((measured.right - measured.left) / 2) * scale;
+    capHeight = (measured.capHeight / STRIP_CAP_HEIGHT) * capHeight;
+  }
+  return null;
+}
+
+interface Measurement {
+  blobs: Blob[];
+  left: number;
+  right: number;
+  capHeight: number;
+  slope: number;
+  midRowAt(column: number): number;
+}
+
+/**
+ * Glyph blobs near the midline, the longest run of them without a gap wider than 1.5 caps (the MRZ
+ * has no spaces; whatever lies beyond such a gap is not part of it), and a line through the centres
+ * of the full-height glyphs for tilt and vertical position.
+ */
+function measure(strip: GrayImage): Measurement | null {
+  const threshold = otsu(strip);
+  const mask = new Uint8Array(strip.data.length);
+  for (let i = 0; i < mask.length; i++) mask[i] = strip.data[i]! <= threshold ? 1 : 0;
+  const found = components(mask, strip.width, strip.height);
+  const candidates: Blob[] = [];
+  for (let id = 0; id < found.count; id++) {
+    const blob = { minX: found.minX[id]!, maxX: found.maxX[id]!, minY: found.minY[id]!, maxY: found.maxY[id]! };
+    const height = blob.maxY - blob.minY + 1;
+    if (height < 0.3 * STRIP_CAP_HEIGHT || height > 1.7 * STRIP_CAP_HEIGHT) continue;
+    if (blob.minY > STRIP_MID_ROW + 0.25 * STRIP_CAP_HEIGHT || blob.maxY < STRIP_MID_ROW - 0.25 * STRIP_CAP_HEIGHT) continue;
+    if (found.area[id]! < 6) continue;
+    candidates.push(blob);
+  }
+  if (candidates.length < 5) return null;
+  candidates.sort((a, b) => a.minX - b.minX);
+  let best: Blob[] = [];
+  let run: Blob[] = [];
+  let reach = -Infinity;
+  for (const blob of candidates) {
+    if (blob.minX - reach > 1.5 * STRIP_CAP_HEIGHT) run = [];
+    run.push(blob);
+    reach = Math.max(reach, blob.maxX);
+    if (extent(run) > extent(best)) best = run.slice();
+  }
+  const heights = best.map((blob) => blob.maxY - blob.minY + 1).sort((a, b) => a - b);
+  // Capitals and digits, not the shorter '<' (0.86 of a capital in OCR-B), set the cap height.
+  const tallest = heights[Math.floor(heights.length * 0.9)]!;
+  const tall = best.filter((blob) => blob.maxY - blob.minY + 1 >= 0.9 * tallest);
+  let n = 0;
+  let sx = 0;
+  let sy = 0;
+  let sxx = 0;
+  let sxy = 0;
+  for (const blob of tall) {
+    const x = (blob.minX + blob.maxX) / 2;
+    const y = (blob.minY + blob.maxY) / 2;
+    n++;
+    sx += x;
+    sy += y;
+    sxx += x * x;
+    sxy += x * y;
+  }
+  const denominator = n * sxx - sx * sx;
+  const slope = n >= 3 && denominator > 0 ? (n * sxy - sx * sy) / denominator : 0;
+  const intercept = (sy - slope * sx) / n;
+  const capHeights = tall.map((blob) => blob.maxY - blob.minY + 1).sort((a, b) => a - b);
+  return {
+    blobs: best,
+    left: best[0]!.minX,
+    right: Math.max(...best.map((blob) => blob.maxX)),
+    capHeight: capHeights[Math.floor(capHeights.length / 2)]!,
+    slope,
+    midRowAt: (column) => intercept + slope * column,
+  };
+}
+
+function extent(run: Blob[]): number {
+  if (run.length === 0) return -1;
+  return Math.max(...run.map((blob) => blob.maxX)) - run[0]!.minX;
+}
+
+/** Average OCR-B glyph width in cap heights: the first and last centres sit this far inside the ink. */
+const HALF_GLYPH = 0.31 * STRIP_CAP_HEIGHT;
+
+/**
+ * Places `count` characters on a fixed pitch across the ink: first from the ink ends, then by least
+ * squares over the blobs that are one glyph each.
+ */
+export function fitGrid(line: LineStrip, count: number): GlyphGrid {
+  let start = line.left + HALF_GLYPH;
+  let pitch = (line.right - line.left - 2 * HALF_GLYPH) / (count - 1);
+  let misfit = 1;
+  for (let iteration = 0; iteration < 3; iteration++) {
+    let n = 0;
+    let sk = 0;
+    let sx = 0;
+    let skk = 0;
+    let skx = 0;
+    let residuals = 0;
+    for (const blob of line.blobs) {
+      const width = blob.maxX - blob.minX + 1;
+      if (width > 1.15 * pitch) continue;
+      const x = (blob.minX + blob.maxX) / 2;
+      const k = Math.round((x - start) / pitch);
+      if (k < 0 || k >= count) continue;
+      const residual = x - (start + k * pitch);
+      residuals += Math.abs(residual);
+      if (Math.abs(residual) > 0.35 * pitch) continue;
+      n++;
+      sk += k;
+      sx += x;
+      skk += k * k;
+      skx += k * x;
+    }
+    const seen = line.blobs.length;
+    misfit = seen > 0 ? residuals / seen / pitch : 1;
+    const denominator = n * skk - sk * sk;
+    if (n < 4 || denominator <= 0) break;
+    pitch = (n * skx - sk * sx) / denominator;
+    start = (sx - pitch * sk) / n;
+  }
+  const centersX = Array.from({ length: count }, (_, index) => start + index * pitch);
+  return { centersX, centersY: centersX.map(() => STRIP_MID_ROW), pitch, misfit };
+}

@@ -1,0 +1,202 @@
+import fs from 'node:fs';
+import test from 'ava';
+import fc from 'fast-check';
+import { parseOfac, type SanctionEntry } from '../../src/modules/screening/sanctions/importers.ts';
+import { jaroWinkler, SanctionsIndex } from '../../src/modules/screening/sanctions/matcher.ts';
+
+function entry(source_id: string, name: string, details: Partial<SanctionEntry> = {}): SanctionEntry {
+  return { source: 'ofac', source_id, schema: 'person', name, aliases: [], birth_dates: [], nationalities: [], topics: ['sanction'], programs: [], ...details };
+}
+
+// Invented names; a few share common parts (Muhammad, Jose) so that rarity weighting has work to do.
+const ENTRIES: SanctionEntry[] = [
+  entry('1', 'HASSAN, Muhammad al-', { birth_dates: ['1971-04-12'], nationalities: ['SYR'] }),
+  entry('2', 'QUINTERO VELASCO, Jose Ramon', { aliases: ['QUINTERO, Pepe'], birth_dates: ['1980-02-02'], nationalities: ['MEX'] }),
+  entry('3', 'Lorenzo Vittadini', { source: 'opensanctions', source_id: 'NK-3', topics: ['pep'], nationalities: ['ITA'] }),
+  entry('4', 'Svetlana Mirokhina', { aliases: ['Светлана Мирохина'], topics: ['sanction', 'crime'], birth_dates: ['1977'] }),
+  entry('5', 'TAMIRU OKELLO BWENDA', { source: 'un', aliases: ['TAMIRU OKELO'], birth_dates: ['1969-11-23'] }),
+  entry('6', 'ZELVANIA TRADING CO., LTD.', { schema: 'organization', nationalities: ['IRN', 'ARE'] }),
+  entry('7', 'BLUE HERON 7', { schema: 'vessel', nationalities: ['PRK'] }),
+  entry('8', 'Muhammad Karimi', { topics: ['crime'] }),
+  entry('9', 'Jose Luis Fernandez Ortega'),
+  entry('10', 'OSTRANDE, Marguerite', { birth_dates: ['1958', '1959', '1960'], nationalities: ['VEN'] }),
+];
+
+const index = SanctionsIndex.build(ENTRIES);
+
+test('Jaro-Winkler gives the reference values', (t) => {
+  t.is(jaroWinkler('martha', 'martha'), 1);
+  t.is(Math.round(jaroWinkler('martha', 'marhta') * 1000), 961);
+  t.is(Math.round(jaroWinkler('dwayne', 'duane') * 1000), 840);
+  t.is(Math.round(jaroWinkler('dixon', 'dicksonx') * 1000), 813);
+  t.is(jaroWinkler('abc', 'xyz'), 0);
+  t.is(jaroWinkler('', 'abc'), 0);
+});
+
+test('the exact name scores 100 with its entry, topics and features', (t) => {
+  const result = index.screen({ name: 'Lorenzo Vittadini' });
+  t.is(result.score, 100);
+  t.deepEqual(result.topics, ['pep']);
+  t.deepEqual(result.matches, [
+    {
+      source: 'opensanctions',
+      source_id: 'NK-3',
+      name: 'Lorenzo Vittadini',
+      matched_name: 'Lorenzo Vittadini',
+      score: 100,
+      topics: ['pep'],
+      features: { name_similarity: 1, phonetic: 1, birth_date: 'unknown', nationality: 'unknown' },
+    },
+  ]);
+});
+
+test('reordered and transliterated names score high', (t) => {
+  const reordered = index.screen({ name: 'Mohammed Al Hassan' });
+  t.is(reordered.matches[0]?.source_id, '1');
+  t.true(reordered.score >= 85, `score ${reordered.score}`);
+  t.true(reordered.score < 100);
+  t.is(reordered.matches[0]!.features.phonetic, 1);
+
+  const cyrillic = index.screen({ name: 'Светлана Мирохина' });
+  t.is(cyrillic.score, 100);
+  t.is(cyrillic.matches[0]?.source_id, '4');
+
+  const respelled = index.screen({ name: 'Margarite Ostrand' });
+  t.is(respelled.matches[0]?.source_id, '10');
+  t.true(respelled.score >= 85, `score ${respelled.score}`);
+});
+
+test('an alias matches and is named as the matched name', (t) => {
+  const result = index.screen({ name: 'Pepe Quintero' });
+  t.is(result.score, 100);
+  t.is(result.matches[0]?.name, 'QUINTERO VELASCO, Jose Ramon');
+  t.is(result.matches[0]?.matched_name, 'QUINTERO, Pepe');
+});
+
+test('legal forms do not matter for organizations', (t) => {
+  const result = index.screen({ name: 'Zelvania Trading Limited', schema: 'organization' });
+  t.is(result.score, 100);
+  t.is(result.matches[0]?.source_id, '6');
+});
+
+test('a partial name scores in between, and less the less of it there is', (t) => {
+  const twoOfThree = index.screen({ name: 'Tamiru Bwenda' });
+  const oneOfThree = index.screen({ name: 'Bwenda' });
+  t.is(twoOfThree.matches[0]?.source_id, '5');
+  t.true(twoOfThree.score >= 70 && twoOfThree.score < 90, `score ${twoOfThree.score}`);
+  t.true(oneOfThree.score < twoOfThree.score, `${oneOfThree.score} < ${twoOfThree.score}`);
+  t.true(oneOfThree.score >= 40, `score ${oneOfThree.score}`);
+});
+
+test('unrelated names score low and report nothing', (t) => {
+  for (const name of ['Peter Jackson', 'Helga Sorensen', 'Wang Xiaoming']) {
+    const result = index.screen({ name });
+    t.true(result.score < 50, `${name}: ${result.score}`);
+    t.deepEqual(result.matches, []);
+    t.deepEqual(result.topics, []);
+  }
+  // One shared common given name is not a match.
+  const sharedGivenName = index.screen({ name: 'Muhammad Rahimov' });
+  t.true(sharedGivenName.score < 70, `score ${sharedGivenName.score}`);
+});
+
+test('birth dates adjust the score when both sides have one', (t) => {
+  const name = 'Jose Ramon Quintero Velasco';
+  const scoreWith = (birthDate: string | null) => index.screen({ name, birthDate }).matches[0];
+  t.like(scoreWith(null), { score: 100, features: { birth_date: 'unknown' } });
+  t.like(scoreWith('1980-02-02'), { score: 100, features: { birth_date: 'match' } });
+  t.like(scoreWith('1980'), { score: 100, features: { birth_date: 'match' } });
+  t.like(scoreWith('1981-02-02T00:00:00Z'), { score: 92, features: { birth_date: 'mismatch' } });
+  t.like(scoreWith('1955-01-01'), { score: 80, features: { birth_date: 'mismatch' } });
+  // A range of years on the list: any year inside it is a match.
+  t.like(index.screen({ name: 'Marguerite Ostrande', birthDate: '1959-07-01' }).matches[0], { score: 100, features: { birth_date: 'match' } });
+  // The same steps on a partial name, away from the 100 ceiling.
+  const partial = index.screen({ name: 'Tamiru Bwenda' }).score;
+  t.true(partial < 90, `score ${partial}`);
+  t.is(index.screen({ name: 'Tamiru Bwenda', birthDate: '1969-11-23' }).score, partial + 8);
+  t.is(index.screen({ name: 'Tamiru Bwenda', birthDate: '1969-05-05' }).score, partial + 5);
+  t.is(index.screen({ name: 'Tamiru Bwenda', birthDate: '1970' }).score, partial - 8);
+  t.is(index.screen({ name: 'Tamiru Bwenda', birthDate: '1990' }).score, partial - 20);
+});
+
+test('nationality adjusts the score when both sides have one, in any code or name', (t) => {
+  const name = 'Jose Ramon Quintero Velasco';
+  t.like(index.screen({ name, nationality: 'MX' }).matches[0], { score: 100, features: { nationality: 'match' } });
+  t.like(index.screen({ name, nationality: 'MEX' }).matches[0], { score: 100, features: { nationality: 'match' } });
+  t.like(index.screen({ name, nationality: 'France' }).matches[0], { score: 90, features: { nationality: 'mismatch' } });
+  t.like(index.screen({ name: 'Svetlana Mirokhina', nationality: 'FR' }).matches[0], { score: 100, features: { nationality: 'unknown' } });
+  // Both facts against the list entry: 100 - 20 - 10.
+  t.is(index.screen({ name, nationality: 'FR', birthDate: '1950' }).score, 70);
+});
+
+test('topics come from every reported match, best first', (t) => {
+  t.deepEqual(index.screen({ name: 'Svetlana Mirokhina' }).topics, ['sanction', 'crime']);
+  const both = index.screen({ name: 'Muhammad Karimi Hassan' }, { minScore: 50 });
+  t.deepEqual(
+    both.matches.map((match) => match.source_id).sort(),
+    ['1', '8'],
+  );
+  t.deepEqual([...both.topics].sort(), ['crime', 'sanction']);
+});
+
+test('the threshold and limit shape the report; the score is the best candidate regardless', (t) => {
+  const strict = index.screen({ name: 'Tamiru Bwenda' }, { minScore: 95 });
+  t.deepEqual(strict.matches, []);
+  t.deepEqual(strict.topics, []);
+  t.is(strict.score, index.screen({ name: 'Tamiru Bwenda' }).score);
+  const one = index.screen({ name: 'Muhammad Karimi Hassan' }, { minScore: 0, limit: 1 });
+  t.is(one.matches.length, 1);
+  t.is(one.matches[0]!.score, one.score);
+});
+
+test('a person is not screened against companies or ships, nor a company against people', (t) => {
+  t.is(index.screen({ name: 'Blue Heron 7' }).score, 100);
+  t.is(index.screen({ name: 'Blue Heron 7', schema: 'person' }).score, 0);
+  t.is(index.screen({ name: 'Blue Heron 7', schema: 'organization' }).score, 0);
+  t.is(index.screen({ name: 'Lorenzo Vittadini', schema: 'organization' }).score, 0);
+  t.is(index.screen({ name: 'Lorenzo Vittadini', schema: 'person' }).score, 100);
+});
+
+test('an empty or punctuation-only name screens to nothing', (t) => {
+  for (const name of ['', '   ', '-- .. --', 'Ltd.']) {
+    const result = index.screen({ name });
+    t.deepEqual(result.topics, []);
+    t.deepEqual(result.matches, []);
+  }
+  t.is(index.screen({ name: '' }).score, 0);
+  t.is(SanctionsIndex.build([]).screen({ name: 'Lorenzo Vittadini' }).score, 0);
+});
+
+test('the plain form survives structured cloning and screens the same', (t) => {
+  const copy = SanctionsIndex.fromPlain(structuredClone(index.toPlain()));
+  t.is(copy.size, ENTRIES.length);
+  for (const query of [{ name: 'Mohammed Al Hassan' }, { name: 'Tamiru Bwenda', birthDate: '1969' }, { name: 'Zelvania Trading', nationality: 'IR' }]) {
+    t.deepEqual(copy.screen(query), index.screen(query));
+  }
+});
+
+test('the shipped OFAC fixture screens end to end', (t) => {
+  const read = (name: string) => fs.readFileSync(new URL(`../fixtures/sanctions/${name}`, import.meta.url), 'utf8');
+  const list = SanctionsIndex.build(parseOfac({ sdn: read('sdn.csv'), alt: read('alt.csv') }).entries);
+  const result = list.screen({ name: 'Дмитрий Каравелло', birthDate: '1971-03-14', nationality: 'RU' });
+  t.is(result.score, 100);
+  t.like(result.matches[0], { source_id: '90001', features: { birth_date: 'match', nationality: 'match' } });
+});
+
+test('any input gives an integer score from 0 to 100 and sorted matches', (t) => {
+  fc.assert(
+    fc.property(fc.string({ maxLength: 40 }), fc.option(fc.string({ maxLength: 12 })), fc.option(fc.string({ maxLength: 12 })), (name, birthDate, nationality) => {
+      const result = index.screen({ name, birthDate, nationality }, { minScore: 0 });
+      const scores = result.matches.map((match) => match.score);
+      return (
+        Number.isInteger(result.score) &&
+        result.score >= 0 &&
+        result.score <= 100 &&
+        scores.every((score, position) => position === 0 || score <= scores[position - 1]!) &&
+        (scores.length === 0 || scores[0] === result.score)
+      );
+    }),
+    { numRuns: 2000 },
+  );
+  t.pass();
+});
