@@ -31,6 +31,10 @@ const environmentSchema = z.object({
   WARDEN_BODY_LIMIT_BYTES: positiveInt.default(16 * 1024 * 1024),
   WARDEN_DB_POOL_MAX: positiveInt.max(200).default(10),
   WARDEN_LIGHT_WORKERS: positiveInt.max(64).default(Math.max(1, Math.min(os.availableParallelism(), 4))),
+  WARDEN_VISION_WORKERS: positiveInt.max(16).default(1),
+  WARDEN_JOB_TIMEOUT_SECONDS: positiveInt.max(3600).default(120),
+  WARDEN_JOB_MAINTENANCE_SECONDS: positiveInt.max(3600).default(30),
+  REDIS_URL: z.string().regex(/^rediss?:\/\//, 'must be a redis:// or rediss:// URL').optional(),
   WARDEN_REVIEW_THRESHOLD: z.coerce.number().min(0).max(100).default(50),
   WARDEN_REJECT_THRESHOLD: z.coerce.number().min(0).max(100).default(80),
   GEOIP_DB: z.string().min(1).optional(),
@@ -51,6 +55,10 @@ export type Config = Readonly<{
   bodyLimitBytes: number;
   dbPoolMax: number;
   lightWorkers: number;
+  visionWorkers: number;
+  jobTimeoutSeconds: number;
+  jobMaintenanceSeconds: number;
+  redisUrl: string | undefined;
   thresholds: Readonly<{ review: number; reject: number }>;
   geoipDb: string | undefined;
   ipDatacenterList: string | undefined;
@@ -89,6 +97,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     bodyLimitBytes: values.WARDEN_BODY_LIMIT_BYTES,
     dbPoolMax: values.WARDEN_DB_POOL_MAX,
     lightWorkers: values.WARDEN_LIGHT_WORKERS,
+    visionWorkers: values.WARDEN_VISION_WORKERS,
+    jobTimeoutSeconds: values.WARDEN_JOB_TIMEOUT_SECONDS,
+    jobMaintenanceSeconds: values.WARDEN_JOB_MAINTENANCE_SECONDS,
+    redisUrl: values.REDIS_URL,
     thresholds: Object.freeze({ review: values.WARDEN_REVIEW_THRESHOLD, reject: values.WARDEN_REJECT_THRESHOLD }),
     geoipDb: values.GEOIP_DB,
     ipDatacenterList: values.WARDEN_IP_DATACENTER_LIST,

@@ -7,6 +7,9 @@ import type { CredentialCache } from './modules/merchant/credential-cache.ts';
 import type { RuleCache } from './modules/rules/store.ts';
 import type { ScreeningService } from './modules/screening/service.ts';
 import type { Pools } from './pools.ts';
+import type { JobQueue } from './jobs/queue.ts';
+import type { FileStore } from './modules/kyc/storage.ts';
+import type { DocumentsChannel } from './realtime/documents.ts';
 import type { TokenService } from './modules/merchant/tokens.ts';
 
 /**
@@ -24,6 +27,9 @@ export interface AppContext {
   rules: RuleCache;
   screening: ScreeningService;
   pools: Pools;
+  jobs: JobQueue;
+  files: FileStore;
+  documents: DocumentsChannel;
   /** Stops what the context started (listeners, pools); the database is closed by its owner. */
   close(): Promise<void>;
 }

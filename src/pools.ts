@@ -2,6 +2,7 @@ import path from 'node:path';
 import { Piscina } from 'piscina';
 import type { Config } from './config.ts';
 import type { LightTask } from '../workers/light.ts';
+import type { VisionTask } from '../workers/vision.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
 
@@ -16,6 +17,8 @@ function workerExecArgv(): string[] {
 export interface Pools {
   /** Rules, sanctions screening: CPU work over plain data, one task per chunk of records. */
   light: Piscina<LightTask, unknown>;
+  /** Image work (MRZ reading): ONNX and sharp, one thread each per worker. */
+  vision: Piscina<VisionTask, unknown>;
   close(): Promise<void>;
 }
 
@@ -27,10 +30,18 @@ export function createPools(config: Config): Pools {
     idleTimeout: 60_000,
     execArgv: workerExecArgv(),
   });
+  const vision = new Piscina<VisionTask, unknown>({
+    filename: path.join(ROOT, 'workers', 'vision.ts'),
+    minThreads: 0,
+    maxThreads: config.visionWorkers,
+    idleTimeout: 120_000,
+    execArgv: workerExecArgv(),
+  });
   return {
     light,
+    vision,
     async close() {
-      await light.destroy();
+      await Promise.all([light.destroy(), vision.destroy()]);
     },
   };
 }

@@ -7,6 +7,11 @@ import { createApp } from './http/app.ts';
 import { createMetrics } from './http/metrics.ts';
 import { createLogger, type Logger } from './logger.ts';
 import { NotificationHub } from './db/notifications.ts';
+import { JobQueue, QUEUES } from './jobs/queue.ts';
+import { verifyArtifact } from './modules/kyc/pipeline.ts';
+import { LocalFileStore } from './modules/kyc/storage.ts';
+import { notifyFlow } from './modules/kyc/webhook.ts';
+import { DocumentsChannel } from './realtime/documents.ts';
 import { EventCache } from './modules/events/service.ts';
 import { RuleCache } from './modules/rules/store.ts';
 import { ScreeningService } from './modules/screening/service.ts';
@@ -27,6 +32,12 @@ export async function buildContext(config: Config, db: Database['knex'], logger:
   const tokens = new TokenService(await loadSigningKey(db, config.jwtSecret));
   const notifications = new NotificationHub(db, logger);
   const pools = createPools(config);
+  const jobs = await JobQueue.start(
+    db,
+    { jobTimeoutSeconds: config.jobTimeoutSeconds, maintenanceSeconds: config.jobMaintenanceSeconds, pollingSeconds: 0.5 },
+    logger,
+  );
+  const documents = new DocumentsChannel(tokens, logger);
   const context: AppContext = {
     config,
     db,
@@ -38,12 +49,19 @@ export async function buildContext(config: Config, db: Database['knex'], logger:
     rules: new RuleCache(db, notifications),
     screening: await ScreeningService.create(config, db, pools, notifications),
     pools,
+    jobs,
+    files: new LocalFileStore(config.dataDir),
+    documents,
     async close() {
+      await jobs.stop();
+      await documents.close();
       await notifications.stop();
       await pools.close();
     },
   };
   await notifications.start();
+  await jobs.work<{ artifactId: string }>(QUEUES.verifyArtifact, (job) => verifyArtifact(context, job.data.artifactId, job.finalAttempt));
+  await jobs.work<{ sessionId: string }>(QUEUES.notifyFlow, (job) => notifyFlow(context, job.data.sessionId, job.attempt));
   return context;
 }
 
@@ -54,6 +72,7 @@ export async function startServer(config: Config, logger: Logger = createLogger(
   const koa = createApp(context);
   const server = http.createServer(koa.callback());
   server.keepAliveTimeout = 65_000;
+  await context.documents.attach(server, config.redisUrl);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(config.port, config.host, () => resolve());

@@ -6,6 +6,7 @@ import { openDatabase, type Database } from '../db/database.ts';
 import type { Actor } from '../context.ts';
 import { credentialCommand } from './credential.ts';
 import { eventCommand } from './events.ts';
+import { agentTokenCommand, flowCommand } from './kyc.ts';
 import { rulesCommand } from './rules.ts';
 import { sanctionsCommand } from './sanctions.ts';
 
@@ -35,6 +36,9 @@ const USAGE = `Usage: warden <command> [options]   (every command prints JSON)
   sanctions import --format ofac|un|opensanctions FILE...
                                         (ofac: sdn.csv [alt.csv] [add.csv], recognised by name)
   sanctions status
+  flow define --code C --artifacts doc_mrz,selfie [--name N] [--video-call] [--default] [--inactive] [--notify URL]
+  flow list
+  agent-token --session ID [--agent NAME]
   db migrate
 
 Environment: DATABASE_URL (external PostgreSQL) or WARDEN_DATA_DIR (embedded, default ./data).`;
@@ -42,6 +46,8 @@ Environment: DATABASE_URL (external PostgreSQL) or WARDEN_DATA_DIR (embedded, de
 const COMMANDS: Record<string, CommandHandler> = {
   credential: credentialCommand,
   event: eventCommand,
+  flow: flowCommand,
+  'agent-token': agentTokenCommand,
   rules: rulesCommand,
   sanctions: sanctionsCommand,
   db: async (args) => {

@@ -3,6 +3,7 @@ import Koa from 'koa';
 import type { AppContext } from '../context.ts';
 import { registerMerchantRoutes } from '../modules/merchant/routes.ts';
 import { registerUpsertRoutes } from '../modules/records/routes.ts';
+import { registerKycRoutes } from '../modules/kyc/routes.ts';
 import { respond } from './envelope.ts';
 import { HttpError, MethodNotAllowedError } from './errors.ts';
 import { buildOpenApiDocument, createOpenApiRegistry } from './openapi.ts';
@@ -16,6 +17,7 @@ export function createApp(app: AppContext): Koa {
 
   registerMerchantRoutes(router, app, docs);
   registerUpsertRoutes(router, app, docs);
+  registerKycRoutes(router, app, docs);
   registerOperationalRoutes(router, app);
   const openApiDocument = buildOpenApiDocument(docs);
   router.get('/api/openapi.json', (ctx) => {

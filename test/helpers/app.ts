@@ -1,4 +1,7 @@
+import fs from 'node:fs/promises';
 import http from 'node:http';
+import os from 'node:os';
+import path from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { loadConfig, type Config } from '../../src/config.ts';
 import type { AppContext } from '../../src/context.ts';
@@ -39,9 +42,11 @@ export interface TestResponse {
 
 export async function startTestApp(env: Record<string, string> = {}): Promise<TestApp> {
   const database = await createTestDatabase();
-  const config: Config = loadConfig({ LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent', ...env });
+  const dataDir = await fs.mkdtemp(path.join(os.tmpdir(), 'warden-test-data-'));
+  const config: Config = loadConfig({ LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent', WARDEN_DATA_DIR: dataDir, WARDEN_JOB_MAINTENANCE_SECONDS: '1', ...env });
   const context = await buildContext(config, database.knex, createLogger(config.logLevel));
   const server = http.createServer(createApp(context).callback());
+  await context.documents.attach(server, env.REDIS_URL);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 
@@ -90,6 +95,7 @@ export async function startTestApp(env: Record<string, string> = {}): Promise<Te
       await new Promise((resolve) => server.close(resolve));
       await context.close();
       await database.drop();
+      await fs.rm(dataDir, { recursive: true, force: true });
     },
   };
 }

@@ -37,24 +37,25 @@ export function writeGlyphs(strip: GrayImage, centersX: ArrayLike<number>, cente
     const base = index * GLYPH_PIXELS;
     for (let row = 0; row < GLYPH_HEIGHT; row++) {
       const y = cy + row + 0.5 - GLYPH_HEIGHT / 2;
+      const y0 = Math.floor(y);
+      const fy = y - y0;
+      const rowAbove = y0 >= 0 && y0 < strip.height ? y0 * strip.width : -1;
+      const rowBelow = y0 + 1 >= 0 && y0 + 1 < strip.height ? (y0 + 1) * strip.width : -1;
       for (let column = 0; column < GLYPH_WIDTH; column++) {
         const x = cx + column + 0.5 - GLYPH_WIDTH / 2;
-        const value = (paper - bilinear(strip, x, y)) / range;
+        const x0 = Math.floor(x);
+        const fx = x - x0;
+        const inLeft = x0 >= 0 && x0 < strip.width;
+        const inRight = x0 + 1 >= 0 && x0 + 1 < strip.width;
+        // Outside the strip counts as paper-white.
+        const a = rowAbove >= 0 && inLeft ? strip.data[rowAbove + x0]! : 255;
+        const b = rowAbove >= 0 && inRight ? strip.data[rowAbove + x0 + 1]! : 255;
+        const c = rowBelow >= 0 && inLeft ? strip.data[rowBelow + x0]! : 255;
+        const d = rowBelow >= 0 && inRight ? strip.data[rowBelow + x0 + 1]! : 255;
+        const top = a + (b - a) * fx;
+        const value = (paper - (top + (c + (d - c) * fx - top) * fy)) / range;
         out[base + row * GLYPH_WIDTH + column] = value < 0 ? 0 : value > 1 ? 1 : value;
       }
     }
   }
-}
-
-/** Bilinear sample (integer coordinates are pixel centres, as in `rectify`), white outside the strip. */
-function bilinear(image: GrayImage, x: number, y: number): number {
-  const x0 = Math.floor(x);
-  const y0 = Math.floor(y);
-  const fx = x - x0;
-  const fy = y - y0;
-  const at = (px: number, py: number): number =>
-    px < 0 || py < 0 || px >= image.width || py >= image.height ? 255 : image.data[py * image.width + px]!;
-  const top = at(x0, y0) + (at(x0 + 1, y0) - at(x0, y0)) * fx;
-  const bottom = at(x0, y0 + 1) + (at(x0 + 1, y0 + 1) - at(x0, y0 + 1)) * fx;
-  return top + (bottom - top) * fy;
 }

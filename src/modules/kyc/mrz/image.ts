@@ -97,13 +97,18 @@ export interface LineFrame {
 
 /**
  * Resamples a rotated band of the image into an axis-aligned strip whose row `midRow` is the line's
- * midline. Supersamples when shrinking so small strokes average in instead of aliasing.
+ * midline. With `supersample`, shrinking averages several taps per pixel so small strokes blend in
+ * instead of aliasing.
  */
-export function rectify(image: GrayImage, frame: LineFrame, width: number, height: number, midRow: number): GrayImage {
+export function rectify(image: GrayImage, frame: LineFrame, width: number, height: number, midRow: number, supersample = true): GrayImage {
   const out = createGray(width, height);
   const { originX, originY, ux, uy, scale } = frame;
-  const taps = Math.min(4, Math.max(1, Math.ceil(scale - 0.25)));
+  const taps = supersample ? Math.min(4, Math.max(1, Math.ceil(scale - 0.25))) : 1;
   const weight = 1 / (taps * taps);
+  const maxX = image.width - 1;
+  const maxY = image.height - 1;
+  const { data } = image;
+  const stride = image.width;
   for (let row = 0; row < height; row++) {
     for (let column = 0; column < width; column++) {
       let sum = 0;
@@ -111,7 +116,20 @@ export function rectify(image: GrayImage, frame: LineFrame, width: number, heigh
         const dy = (row - midRow + (ty + 0.5) / taps - 0.5) * scale;
         for (let tx = 0; tx < taps; tx++) {
           const dx = (column + (tx + 0.5) / taps - 0.5) * scale;
-          sum += sample(image, originX + dx * ux - dy * uy, originY + dx * uy + dy * ux);
+          let x = originX + dx * ux - dy * uy;
+          let y = originY + dx * uy + dy * ux;
+          x = x < 0 ? 0 : x > maxX ? maxX : x;
+          y = y < 0 ? 0 : y > maxY ? maxY : y;
+          const x0 = x | 0;
+          const y0 = y | 0;
+          const fx = x - x0;
+          const fy = y - y0;
+          const i = y0 * stride + x0;
+          const right = x0 < maxX ? 1 : 0;
+          const down = y0 < maxY ? stride : 0;
+          const top = data[i]! + (data[i + right]! - data[i]!) * fx;
+          const bottom = data[i + down]! + (data[i + down + right]! - data[i + down]!) * fx;
+          sum += top + (bottom - top) * fy;
         }
       }
       out.data[row * width + column] = Math.round(sum * weight);
@@ -144,61 +162,38 @@ export function quantiles(image: GrayImage, left: number, top: number, right: nu
   });
 }
 
-/** Otsu's threshold over the whole image: pixels at or below it are ink. */
-export function otsu(image: GrayImage): number {
-  const histogram = new Float64Array(256);
-  for (const value of image.data) histogram[value]!++;
-  const total = image.data.length;
-  let sumAll = 0;
-  for (let value = 0; value < 256; value++) sumAll += value * histogram[value]!;
-  let weightBelow = 0;
-  let sumBelow = 0;
-  let best = 0;
-  let threshold = 127;
-  for (let value = 0; value < 256; value++) {
-    weightBelow += histogram[value]!;
-    if (weightBelow === 0) continue;
-    const weightAbove = total - weightBelow;
-    if (weightAbove === 0) break;
-    sumBelow += value * histogram[value]!;
-    const meanBelow = sumBelow / weightBelow;
-    const meanAbove = (sumAll - sumBelow) / weightAbove;
-    const between = weightBelow * weightAbove * (meanBelow - meanAbove) ** 2;
-    if (between > best) {
-      best = between;
-      threshold = value;
-    }
-  }
-  return threshold;
-}
-
 /**
  * Dark-on-light mask by comparison with the local mean (integral image), which copes with uneven
- * light; `minContrast` keeps flat noisy regions out.
+ * light; `minContrast` keeps flat noisy regions out. Compares sums instead of dividing per pixel.
  */
 export function darkMask(image: GrayImage, window: number, ratio: number, minContrast: number): Uint8Array {
   const { width, height, data } = image;
   const stride = width + 1;
+  // Float64 sums stay exact far beyond any image sharp is allowed to decode.
   const integral = new Float64Array(stride * (height + 1));
   for (let y = 0; y < height; y++) {
     let rowSum = 0;
+    const above = y * stride;
+    const here = above + stride;
+    const source = y * width;
     for (let x = 0; x < width; x++) {
-      rowSum += data[y * width + x]!;
-      integral[(y + 1) * stride + x + 1] = integral[y * stride + x + 1]! + rowSum;
+      rowSum += data[source + x]!;
+      integral[here + x + 1] = integral[above + x + 1]! + rowSum;
     }
   }
   const half = Math.max(1, Math.floor(window / 2));
   const mask = new Uint8Array(width * height);
   for (let y = 0; y < height; y++) {
-    const y0 = Math.max(0, y - half);
-    const y1 = Math.min(height, y + half + 1);
+    const top = Math.max(0, y - half) * stride;
+    const bottom = Math.min(height, y + half + 1) * stride;
+    const rows = (bottom - top) / stride;
     for (let x = 0; x < width; x++) {
-      const x0 = Math.max(0, x - half);
-      const x1 = Math.min(width, x + half + 1);
-      const sum = integral[y1 * stride + x1]! - integral[y0 * stride + x1]! - integral[y1 * stride + x0]! + integral[y0 * stride + x0]!;
-      const mean = sum / ((x1 - x0) * (y1 - y0));
-      const value = data[y * width + x]!;
-      if (value < mean * ratio && mean - value > minContrast) mask[y * width + x] = 1;
+      const x0 = x > half ? x - half : 0;
+      const x1 = x + half + 1 < width ? x + half + 1 : width;
+      const area = (x1 - x0) * rows;
+      const sum = integral[bottom + x1]! - integral[top + x1]! - integral[bottom + x0]! + integral[top + x0]!;
+      const scaled = data[y * width + x]! * area;
+      if (scaled < sum * ratio && sum - scaled > minContrast * area) mask[y * width + x] = 1;
     }
   }
   return mask;
@@ -219,6 +214,7 @@ export interface Components {
 export function components(mask: Uint8Array, width: number, height: number): Components {
   const labels = new Int32Array(width * height);
   const parent: number[] = [0];
+  const stats = { minX: [0], maxX: [0], minY: [0], maxY: [0], area: [0], sumX: [0], sumY: [0] };
   const find = (label: number): number => {
     let root = label;
     while (parent[root] !== root) root = parent[root]!;
@@ -233,39 +229,46 @@ export function components(mask: Uint8Array, width: number, height: number): Com
     const ra = find(a);
     const rb = find(b);
     if (ra === rb) return ra;
-    if (ra < rb) {
-      parent[rb] = ra;
-      return ra;
-    }
-    parent[ra] = rb;
-    return rb;
+    const [keep, drop] = ra < rb ? [ra, rb] : [rb, ra];
+    parent[drop] = keep;
+    return keep;
   };
   for (let y = 0; y < height; y++) {
     for (let x = 0; x < width; x++) {
       const index = y * width + x;
       if (!mask[index]) continue;
-      let label = 0;
-      const left = x > 0 ? labels[index - 1]! : 0;
-      const upLeft = y > 0 && x > 0 ? labels[index - width - 1]! : 0;
-      const up = y > 0 ? labels[index - width]! : 0;
-      const upRight = y > 0 && x < width - 1 ? labels[index - width + 1]! : 0;
-      if (left) label = left;
-      if (upLeft) label = label ? (label === upLeft ? label : union(label, upLeft)) : upLeft;
-      if (up) label = label ? (label === up ? label : union(label, up)) : up;
-      if (upRight) label = label ? (label === upRight ? label : union(label, upRight)) : upRight;
+      let label = x > 0 ? labels[index - 1]! : 0;
+      if (y > 0) {
+        const upLeft = x > 0 ? labels[index - width - 1]! : 0;
+        const up = labels[index - width]!;
+        const upRight = x < width - 1 ? labels[index - width + 1]! : 0;
+        if (upLeft) label = label && label !== upLeft ? union(label, upLeft) : upLeft;
+        if (up) label = label && label !== up ? union(label, up) : up;
+        if (upRight) label = label && label !== upRight ? union(label, upRight) : upRight;
+      }
       if (label === 0) {
         label = parent.length;
         parent.push(label);
+        stats.minX.push(x);
+        stats.maxX.push(x);
+        stats.minY.push(y);
+        stats.maxY.push(y);
+        stats.area.push(0);
+        stats.sumX.push(0);
+        stats.sumY.push(0);
       }
       labels[index] = label;
+      if (x < stats.minX[label]!) stats.minX[label] = x;
+      if (x > stats.maxX[label]!) stats.maxX[label] = x;
+      if (y > stats.maxY[label]!) stats.maxY[label] = y;
+      stats.area[label]!++;
+      stats.sumX[label]! += x;
+      stats.sumY[label]! += y;
     }
   }
   const compact = new Int32Array(parent.length);
   let count = 0;
-  for (let label = 1; label < parent.length; label++) {
-    const root = find(label);
-    compact[label] = root === label ? count++ : compact[root]!;
-  }
+  for (let label = 1; label < parent.length; label++) if (find(label) === label) compact[label] = count++;
   const result: Components = {
     count,
     minX: new Int32Array(count).fill(width),
@@ -276,19 +279,15 @@ export function components(mask: Uint8Array, width: number, height: number): Com
     sumX: new Float64Array(count),
     sumY: new Float64Array(count),
   };
-  for (let y = 0; y < height; y++) {
-    for (let x = 0; x < width; x++) {
-      const label = labels[y * width + x]!;
-      if (label === 0) continue;
-      const id = compact[label]!;
-      if (x < result.minX[id]!) result.minX[id] = x;
-      if (x > result.maxX[id]!) result.maxX[id] = x;
-      if (y < result.minY[id]!) result.minY[id] = y;
-      if (y > result.maxY[id]!) result.maxY[id] = y;
-      result.area[id]!++;
-      result.sumX[id]! += x;
-      result.sumY[id]! += y;
-    }
+  for (let label = 1; label < parent.length; label++) {
+    const id = compact[find(label)]!;
+    result.minX[id] = Math.min(result.minX[id]!, stats.minX[label]!);
+    result.maxX[id] = Math.max(result.maxX[id]!, stats.maxX[label]!);
+    result.minY[id] = Math.min(result.minY[id]!, stats.minY[label]!);
+    result.maxY[id] = Math.max(result.maxY[id]!, stats.maxY[label]!);
+    result.area[id]! += stats.area[label]!;
+    result.sumX[id]! += stats.sumX[label]!;
+    result.sumY[id]! += stats.sumY[label]!;
   }
   return result;
 }

@@ -7,7 +7,7 @@
  */
 import { components, darkMask, downscale, type GrayImage } from './image.ts';
 
-const LOCATE_LONG_SIDE = 1000;
+const LOCATE_LONG_SIDE = 800;
 const MAX_CANDIDATES = 8;
 
 export interface TextLine {

@@ -56,6 +56,8 @@ const DEFAULT_MAX_SIDE = 2000;
 /** Below these a read is taken for text that merely looks like an MRZ band. */
 const MIN_CONFORMITY = 0.85;
 const MIN_CONFIDENCE = 0.6;
+/** Mean distance of glyphs from the fitted grid, in pitches, under which the character count is clear. */
+const CLEAR_FIT = 0.12;
 /** Enough for the MRZ and a few look-alike bands; bounds the time spent on photographs without one. */
 const MAX_ATTEMPTS = 8;
 
@@ -95,7 +97,8 @@ async function decodeImage(image: Buffer, maxPixels: number, maxSide: number): P
   if (!Buffer.isBuffer(image) || image.length === 0) throw new MrzImageError('image_empty', 'The image is empty');
   let metadata: Metadata;
   try {
-    metadata = await sharp(image, { limitInputPixels: maxPixels }).metadata();
+    // Reads the header only, so the size can be checked (and reported) before anything is decoded.
+    metadata = await sharp(image, { limitInputPixels: false }).metadata();
   } catch (error) {
     throw new MrzImageError('image_unreadable', `The file is not a readable image (${(error as Error).message})`);
   }
@@ -145,13 +148,15 @@ async function readBands(image: GrayImage, bands: Band[], timing: { recognize: n
         .map((count) => ({ count, grids: strips.map((strip) => fitGrid(strip, count)) }))
         .filter(({ grids }) => grids.every((grid) => plausiblePitch(grid)))
         .sort((a, b) => misfit(a.grids) - misfit(b.grids));
-      for (const { count, grids } of layouts) {
+      // When one count puts the grid on the glyphs, a worse-fitting count is not worth a model run.
+      const fitting = layouts.filter(({ grids }, index) => index === 0 || misfit(grids) < CLEAR_FIT || misfit(layouts[0]!.grids) >= CLEAR_FIT);
+      for (const { count, grids } of fitting) {
         attempts++;
         const read = await recognize(strips, grids, count, timing);
-        if (read && read.valid) return read;
-        if (read && read.conformity >= MIN_CONFORMITY && read.confidence >= MIN_CONFIDENCE && (!best || read.confidence > best.confidence)) {
-          best = read;
-        }
+        // Check digits alone are weak evidence (one in ten holds by chance); the read must also look like an MRZ.
+        if (!read || read.conformity < MIN_CONFORMITY || read.confidence < MIN_CONFIDENCE) continue;
+        if (read.valid) return read;
+        if (!best || read.confidence > best.confidence) best = read;
       }
     }
   }

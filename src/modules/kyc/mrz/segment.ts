@@ -4,7 +4,7 @@
  * is cut with those, so glyphs reach the model at the scale the model was trained on.
  */
 import { STRIP_CAP_HEIGHT, STRIP_MID_ROW, STRIP_ROWS } from './glyphs.ts';
-import { components, otsu, rectify, type GrayImage } from './image.ts';
+import { components, darkMask, rectify, type GrayImage } from './image.ts';
 import type { TextLine } from './locate.ts';
 
 /** Extra strip on each side of the ink, in cap heights, so the first and last glyph keep their context. */
@@ -43,7 +43,8 @@ export function cutStrip(image: GrayImage, line: TextLine, reversed: boolean): L
     const reach = halfLength + MARGIN * capHeight;
     const width = Math.max(8, Math.ceil((2 * reach) / scale));
     const frame = { originX: centerX - reach * ux, originY: centerY - reach * uy, ux, uy, scale };
-    const strip = rectify(image, frame, width, STRIP_ROWS, STRIP_MID_ROW);
+    // The first pass only measures, so it skips supersampling.
+    const strip = rectify(image, frame, width, STRIP_ROWS, STRIP_MID_ROW, pass === 1);
     const measured = measure(strip);
     if (!measured) return null;
     if (pass === 1) return { strip, blobs: measured.blobs, left: measured.left, right: measured.right };
@@ -77,9 +78,11 @@ interface Measurement {
  * of the full-height glyphs for tilt and vertical position.
  */
 function measure(strip: GrayImage): Measurement | null {
-  const threshold = otsu(strip);
-  const mask = new Uint8Array(strip.data.length);
-  for (let i = 0; i < mask.length; i++) mask[i] = strip.data[i]! <= threshold ? 1 : 0;
+  // A local-mean threshold, because light changes along a line (shadows, a curved page); the mask is
+  // kept near the midline so the next line or a table beyond the document's edge cannot join glyphs.
+  const mask = darkMask(strip, 2 * STRIP_CAP_HEIGHT + 1, 0.85, 15);
+  mask.fill(0, 0, (STRIP_MID_ROW - STRIP_CAP_HEIGHT) * strip.width);
+  mask.fill(0, (STRIP_MID_ROW + STRIP_CAP_HEIGHT) * strip.width);
   const found = components(mask, strip.width, strip.height);
   const candidates: Blob[] = [];
   for (let id = 0; id < found.count; id++) {

@@ -1,0 +1,123 @@
+import type { Knex } from 'knex';
+import PgBoss from 'pg-boss';
+import type pg from 'pg';
+import type { Logger } from '../logger.ts';
+
+export const QUEUES = {
+  verifyArtifact: 'verify-artifact',
+  notifyFlow: 'notify-flow',
+} as const;
+
+export interface QueueSettings {
+  /** Seconds a job may run before it is taken as lost and retried (a kill -9 leaves jobs active). */
+  jobTimeoutSeconds: number;
+  /** How often expired jobs are looked for. */
+  maintenanceSeconds: number;
+  pollingSeconds: number;
+}
+
+type Executor = { executeSql(text: string, values: unknown[]): Promise<{ rows: unknown[] }> };
+
+/** pg-boss speaks `$1` placeholders to a pg client; hand it knex's connections directly. */
+function poolExecutor(db: Knex): Executor {
+  return {
+    async executeSql(text, values) {
+      const connection = (await db.client.acquireConnection()) as pg.PoolClient;
+      try {
+        return await connection.query(text, values as unknown[]);
+      } finally {
+        await db.client.releaseConnection(connection);
+      }
+    },
+  };
+}
+
+/** Inside a knex transaction the client hands out the transaction's own connection. */
+function transactionExecutor(trx: Knex.Transaction): Executor {
+  return {
+    async executeSql(text, values) {
+      const connection = (await trx.client.acquireConnection()) as pg.PoolClient;
+      return connection.query(text, values as unknown[]);
+    },
+  };
+}
+
+export interface JobHandlerContext<T> {
+  data: T;
+  /** 1 for the first try. */
+  attempt: number;
+  /** True on the last attempt: a handler then records a failure result instead of throwing. */
+  finalAttempt: boolean;
+}
+
+/**
+ * Durable jobs in PostgreSQL (pg-boss, schema `pgboss`) on the service's own connection pool.
+ * Jobs are sent inside the caller's transaction, so an upload is confirmed only once its job is
+ * committed with it; jobs survive a kill and are picked up (or, if they were running, retried
+ * after `jobTimeoutSeconds`) when a process starts.
+ */
+export class JobQueue {
+  private readonly boss: PgBoss;
+
+  private constructor(
+    boss: PgBoss,
+    private readonly settings: QueueSettings,
+    private readonly logger: Logger,
+  ) {
+    this.boss = boss;
+  }
+
+  static async start(db: Knex, settings: QueueSettings, logger: Logger): Promise<JobQueue> {
+    const boss = new PgBoss({
+      db: poolExecutor(db),
+      schema: 'pgboss',
+      maintenanceIntervalSeconds: settings.maintenanceSeconds,
+      monitorStateIntervalSeconds: 60,
+      schedule: false,
+    });
+    boss.on('error', (error) => logger.error({ err: error }, 'job queue error'));
+    await boss.start();
+    for (const name of Object.values(QUEUES)) {
+      await boss.createQueue(name, {
+        name,
+        retryLimit: 4,
+        retryDelay: 2,
+        retryBackoff: true,
+        expireInSeconds: settings.jobTimeoutSeconds,
+      });
+    }
+    return new JobQueue(boss, settings, logger);
+  }
+
+  async enqueueVerification(trx: Knex.Transaction, artifactId: string): Promise<void> {
+    await this.boss.send(QUEUES.verifyArtifact, { artifactId }, { db: transactionExecutor(trx) });
+  }
+
+  async notifyFlow(trx: Knex.Transaction, sessionId: string): Promise<void> {
+    await this.boss.send(QUEUES.notifyFlow, { sessionId }, { db: transactionExecutor(trx), retryLimit: 8 });
+  }
+
+  /**
+   * Runs `handler` for each job, one at a time per queue and process. A throw retries the job
+   * with backoff until its retry limit; the last attempt is flagged so the handler can record a
+   * definite failure instead of losing the job.
+   */
+  async work<T extends object>(name: string, handler: (job: JobHandlerContext<T>) => Promise<void>): Promise<void> {
+    await this.boss.work<T>(
+      name,
+      { includeMetadata: true, batchSize: 1, pollingIntervalSeconds: this.settings.pollingSeconds },
+      async (jobs) => {
+        for (const job of jobs) {
+          await handler({ data: job.data, attempt: job.retryCount + 1, finalAttempt: job.retryCount >= job.retryLimit }).catch((error) => {
+            this.logger.warn({ err: error, queue: name, job: job.id, attempt: job.retryCount }, 'job failed; it will be retried');
+            throw error;
+          });
+        }
+      },
+    );
+  }
+
+  async stop(): Promise<void> {
+    await this.boss.stop({ graceful: true, wait: true, timeout: 10_000 });
+  }
+}

@@ -1,0 +1,48 @@
+import anyAscii from 'any-ascii';
+import countries from 'i18n-iso-countries';
+
+/** Names compared as the MRZ writes them: ASCII, upper case, letters only, order-free. */
+function nameTokens(value: unknown): string[] {
+  if (typeof value !== 'string') return [];
+  return anyAscii(value).toUpperCase().replace(/[^A-Z]+/g, ' ').trim().split(' ').filter(Boolean).sort();
+}
+
+function sameName(document: unknown, record: unknown): boolean {
+  const read = nameTokens(document);
+  const known = nameTokens(record);
+  if (read.length === 0 || known.length === 0) return true;
+  // The MRZ truncates long names: a known token may be cut short in the document.
+  return known.every((token) => read.some((candidate) => candidate === token || (candidate.length >= 3 && token.startsWith(candidate))));
+}
+
+function alpha3(value: unknown): string | null {
+  if (typeof value !== 'string' || !value.trim()) return null;
+  const text = value.trim().toUpperCase();
+  if (text.length === 2) return countries.alpha2ToAlpha3(text) ?? text;
+  return text;
+}
+
+const SEX_OF_GENDER: Record<string, string> = { male: 'M', female: 'F' };
+
+/**
+ * Fields of a document that disagree with the customer's record, by field name of the document.
+ * A field missing on either side is not a mismatch; names ignore case, accents and order.
+ */
+export function mismatchedFields(document: Record<string, unknown>, customer: Record<string, unknown> | undefined): string[] {
+  if (!customer) return [];
+  const mismatches: string[] = [];
+  if (!sameName(document.first_name, customer.first_name)) mismatches.push('first_name');
+  if (!sameName(document.last_name, customer.last_name)) mismatches.push('last_name');
+  const birth = customer.birth_date instanceof Date ? customer.birth_date.toISOString().slice(0, 10) : customer.birth_date;
+  if (document.birth_date && birth && document.birth_date !== birth) mismatches.push('birth_date');
+  const nationality = alpha3(customer.nationality);
+  if (document.nationality && nationality && document.nationality !== nationality) mismatches.push('nationality');
+  const sex = typeof customer.gender === 'string' ? SEX_OF_GENDER[customer.gender] : undefined;
+  if (document.sex && sex && document.sex !== sex) mismatches.push('sex');
+  const numbers = [customer.passport_number, customer.identity_number].filter((value): value is string => typeof value === 'string' && value.trim() !== '');
+  const documentNumber = typeof document.document_number === 'string' ? document.document_number.replace(/</g, '') : '';
+  if (documentNumber && numbers.length && !numbers.some((number) => number.replace(/[\s-]/g, '').toUpperCase() === documentNumber)) {
+    mismatches.push('document_number');
+  }
+  return mismatches;
+}

@@ -1,0 +1,36 @@
+/** The spec's artifact_type constant. */
+export const ARTIFACT_TYPES = [
+  'doc_front',
+  'doc_back',
+  'doc_mrz',
+  'nfc_raw',
+  'passport_mrz_page',
+  'selfie',
+  'liveness_video',
+  'snapshot',
+  'recording',
+] as const;
+export type ArtifactType = (typeof ARTIFACT_TYPES)[number];
+
+export function isArtifactType(value: string): value is ArtifactType {
+  return (ARTIFACT_TYPES as readonly string[]).includes(value);
+}
+
+/** end-kyc-session status values and the session state each leads to. */
+export const CLOSING_STATUSES = { completed: 'completed', reported: 'reported', ended: 'failed' } as const;
+export type ClosingStatus = keyof typeof CLOSING_STATUSES;
+
+export const SESSION_TOKEN_TTL_SECONDS = 24 * 3600;
+/** Agent tokens cover one call. */
+export const AGENT_TOKEN_TTL_SECONDS = 12 * 3600;
+
+/** The verification message type emitted for each artifact type that is verified. */
+export const RESULT_TYPES: Partial<Record<ArtifactType, string>> = {
+  doc_front: 'docfront_verification_result',
+  doc_mrz: 'mrz_verification_result',
+  passport_mrz_page: 'mrz_verification_result',
+  nfc_raw: 'nfc_raw_result',
+  selfie: 'face_verification_result',
+  liveness_video: 'liveness_result',
+  recording: 'recording_result',
+};

@@ -1,0 +1,171 @@
+import { randomUUID } from 'node:crypto';
+import { parse as parseMrz } from 'mrz';
+import type { AppContext } from '../../context.ts';
+import type { ResultMessage } from '../../realtime/documents.ts';
+import type { VisionOutcome } from '../../../workers/vision.ts';
+import { RESULT_TYPES, type ArtifactType } from './constants.ts';
+import { mismatchedFields } from './compare.ts';
+import type { MrzReadResult } from './mrz/read.ts';
+import { NfcFormatError, parseNfcUpload } from './nfc.ts';
+import type { SessionRow } from './sessions.ts';
+
+interface ArtifactRow {
+  id: string;
+  session_id: string;
+  artifact_type: ArtifactType;
+  content_type: string;
+  path: string;
+}
+
+interface Outcome {
+  code: 'success' | 'fail';
+  message: string;
+  data: Record<string, unknown> | null;
+  details: Record<string, unknown>;
+  mrzData?: Record<string, unknown>;
+}
+
+const MRZ_MESSAGE_FIELDS = ['first_name', 'last_name', 'document_number', 'birth_date', 'expiry_date', 'nationality', 'sex', 'issuing_country', 'document_type'] as const;
+
+async function customerOf(app: AppContext, session: SessionRow): Promise<Record<string, unknown> | undefined> {
+  return app.db('customers').where({ customer_ref: session.customer_ref }).first();
+}
+
+async function verifyMrz(app: AppContext, artifact: ArtifactRow, session: SessionRow): Promise<Outcome> {
+  const image = await app.files.read(artifact.path);
+  const bytes = new Uint8Array(image.buffer, image.byteOffset, image.byteLength);
+  const outcome = (await app.pools.vision.run({ type: 'mrz', image: bytes }, { transferList: [bytes.buffer as ArrayBuffer] })) as VisionOutcome<MrzReadResult>;
+  if (!outcome.ok) return { code: 'fail', message: outcome.message, data: null, details: { reason: outcome.reason } };
+  const read = outcome.result;
+  const details = { lines: read.lines, format: read.format, valid: read.valid, invalid_fields: read.invalid_fields, corrections: read.corrections, confidence: read.confidence, timings: read.timings };
+  if (!read.found) return { code: 'fail', message: 'No machine-readable zone was found in the image.', data: null, details };
+  const fields = Object.fromEntries(MRZ_MESSAGE_FIELDS.map((name) => [name, read.fields[name]]));
+  const mismatched = mismatchedFields(fields, await customerOf(app, session));
+  const data = { ...fields, mismatched_fields: mismatched };
+  if (!read.valid) {
+    return { code: 'fail', message: `The MRZ check digits do not hold (${read.invalid_fields.join(', ') || 'composite'}).`, data, details };
+  }
+  const today = new Date().toISOString().slice(0, 10);
+  if (read.fields.expiry_date && read.fields.expiry_date < today) {
+    return { code: 'fail', message: `The document expired on ${read.fields.expiry_date}.`, data, details, mrzData: { ...fields, format: read.format, lines: read.lines } };
+  }
+  const mrzData = { ...fields, format: read.format, lines: read.lines };
+  if (mismatched.length) return { code: 'fail', message: `The document does not match the customer record: ${mismatched.join(', ')}.`, data, details, mrzData };
+  return { code: 'success', message: 'The MRZ was read and its check digits hold.', data, details, mrzData };
+}
+
+async function verifyNfc(app: AppContext, artifact: ArtifactRow, session: SessionRow): Promise<Outcome> {
+  let chip;
+  try {
+    chip = parseNfcUpload(await app.files.read(artifact.path));
+  } catch (error) {
+    if (error instanceof NfcFormatError) return { code: 'fail', message: `The chip data could not be read: ${error.message}`, data: null, details: {} };
+    throw error;
+  }
+  const parsed = parseMrz(chip.dg1.lines);
+  const details: Record<string, unknown> = { dg1_lines: chip.dg1.lines, dg1_valid: parsed.valid, data_groups: chip.dataGroups };
+  if (chip.portrait) {
+    // Kept as an artifact of its own, the preferred reference for face matching.
+    const portraitId = randomUUID();
+    const key = await app.files.putBuffer(chip.portrait.image);
+    await app.db('verification_artifacts').insert({
+      id: portraitId,
+      session_id: session.id,
+      artifact_type: 'nfc_portrait',
+      content_type: chip.portrait.format === 'jpeg' ? 'image/jpeg' : 'image/jp2',
+      size: chip.portrait.image.length,
+      sha256: key.split('/').at(-1),
+      path: key,
+    });
+    details.portrait_artifact_id = portraitId;
+  }
+  if (!parsed.valid) return { code: 'fail', message: 'The chip MRZ (DG1) check digits do not hold.', data: null, details };
+  const readLines = session.mrz_data?.lines as string[] | undefined;
+  if (readLines && readLines.join('\n') !== chip.dg1.lines.join('\n')) {
+    return { code: 'fail', message: 'The chip MRZ (DG1) differs from the MRZ read from the document.', data: null, details: { ...details, document_lines: readLines } };
+  }
+  return {
+    code: 'success',
+    message: readLines ? 'The chip data was read and matches the document MRZ.' : 'The chip data was read; no document MRZ has been read to compare yet.',
+    data: null,
+    details,
+  };
+}
+
+async function verify(app: AppContext, artifact: ArtifactRow, session: SessionRow): Promise<Outcome> {
+  switch (artifact.artifact_type) {
+    case 'doc_mrz':
+    case 'passport_mrz_page':
+      return verifyMrz(app, artifact, session);
+    case 'nfc_raw':
+      return verifyNfc(app, artifact, session);
+    case 'liveness_video':
+      // Content is not analysed yet (the spec: always success); the upload was already checked to be a video.
+      return { code: 'success', message: 'Liveness video received.', data: null, details: { content_type: artifact.content_type } };
+    case 'recording':
+      return { code: 'success', message: 'Recording stored.', data: null, details: { content_type: artifact.content_type, path: artifact.path } };
+    default:
+      throw new Error(`no verifier for ${artifact.artifact_type}`);
+  }
+}
+
+/**
+ * The verify-artifact job: runs the verifier, stores exactly one result per artifact together
+ * with the session's progress, and then emits it. A retried job whose result is already stored
+ * does nothing; on the last attempt a failing verifier becomes a fail result instead of a lost job.
+ */
+export async function verifyArtifact(app: AppContext, artifactId: string, finalAttempt: boolean): Promise<void> {
+  const artifact = (await app.db('verification_artifacts').where({ id: artifactId }).first()) as ArtifactRow | undefined;
+  if (!artifact) return;
+  if (await app.db('verification_results').where({ artifact_id: artifactId }).first()) return;
+  const session = (await app.db('verification_sessions').where({ id: artifact.session_id }).first()) as SessionRow;
+  const type = RESULT_TYPES[artifact.artifact_type]!;
+
+  let outcome: Outcome;
+  try {
+    outcome = await verify(app, artifact, session);
+  } catch (error) {
+    if (!finalAttempt) throw error;
+    app.logger.error({ err: error, artifactId }, 'verification failed on its last attempt');
+    outcome = { code: 'fail', message: 'The verification could not be completed; please upload the document again.', data: null, details: { error: (error as Error).message } };
+  }
+
+  const correlationId = randomUUID();
+  const stored = await app.db.transaction(async (trx) => {
+    const inserted = await trx('verification_results')
+      .insert({
+        id: randomUUID(),
+        session_id: session.id,
+        artifact_id: artifact.id,
+        type,
+        code: outcome.code,
+        message: outcome.message,
+        data: outcome.data === null ? null : JSON.stringify(outcome.data),
+        details: JSON.stringify(outcome.details),
+        correlation_id: correlationId,
+      })
+      .onConflict('artifact_id')
+      .ignore()
+      .returning('id');
+    if (inserted.length === 0) return false;
+    if (outcome.code === 'success') {
+      await trx.raw(
+        `update verification_sessions set pending_artifact_types = array_remove(pending_artifact_types, :type),
+           succeeded_artifact_types = case when :type = any(succeeded_artifact_types) then succeeded_artifact_types else array_append(succeeded_artifact_types, :type) end,
+           updated_at = now() where id = :id`,
+        { type: artifact.artifact_type, id: session.id },
+      );
+    }
+    if (outcome.mrzData) await trx('verification_sessions').where({ id: session.id }).update({ mrz_data: JSON.stringify(outcome.mrzData) });
+    return true;
+  });
+  if (!stored) return;
+  const message: ResultMessage = {
+    event: 'broadcast',
+    client_id: session.created_by.replace(/^merchant:/, ''),
+    timestamp: Date.now(),
+    correlation_id: correlationId,
+    data: { to: session.id, delivery: 'websocket', type, result: { code: outcome.code, data: outcome.data, message: outcome.message } },
+  };
+  app.documents.emit(message);
+}

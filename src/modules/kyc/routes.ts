@@ -1,0 +1,147 @@
+import type { OpenAPIRegistry } from '@asteasolutions/zod-to-openapi';
+import type Router from '@koa/router';
+import type { AppContext } from '../../context.ts';
+import { requireMerchant } from '../../http/bearer.ts';
+import { respond } from '../../http/envelope.ts';
+import { readJsonObject } from '../../http/json-body.ts';
+import { envelopeOf, errorResponses, z } from '../../http/openapi.ts';
+import type { RequestState } from '../../http/state.ts';
+import { validateBody } from '../../http/validate.ts';
+import { CLOSING_STATUSES, type ClosingStatus } from './constants.ts';
+import { KycError, verifyKycToken } from './errors.ts';
+import { receiveUpload } from './multipart.ts';
+import { closeSession, createSession } from './sessions.ts';
+import { storeUpload } from './uploads.ts';
+
+const MAX_UPLOAD_BYTES = 25 * 1024 * 1024;
+
+const createSessionRequest = z
+  .object({
+    customer_ref: z.string().trim().min(1).max(48),
+    flow: z.string().trim().min(1).max(64).optional(),
+    device_id: z.string().max(128).optional(),
+    ip_address: z.string().max(64).optional(),
+    user_agent: z.string().max(1024).optional(),
+    geo: z.record(z.string(), z.unknown()).optional(),
+  })
+  .openapi('CreateSessionRequest');
+
+const sessionSchema = z
+  .object({
+    session_id: z.string(),
+    flow: z.string(),
+    required_artifact_types: z.array(z.string()),
+    pending_artifact_types: z.array(z.string()),
+    succeeded_artifact_types: z.array(z.string()),
+    requires_video_call: z.boolean(),
+    attempt_no: z.number().int(),
+    videocall_token: z.string(),
+    endpoint_token: z.string(),
+    mrz_data: z.record(z.string(), z.unknown()).nullable(),
+  })
+  .openapi('VerificationSession');
+
+const uploadResponse = z
+  .object({ status: z.literal('success'), message: z.string(), path: z.string(), artifact_id: z.string(), artifact_type: z.string() })
+  .openapi('UploadResponse');
+
+const KYC_ERRORS = {
+  400: 'artifact_type_missing, artifact_type_invalid, file_missing, file_empty, multipart_invalid',
+  401: 'token_missing, token_invalid, token_expired',
+  403: 'token_wrong_audience',
+  404: 'session_not_found',
+  409: 'session_closed',
+  413: 'file_too_large (over 25 MB, refused while streaming)',
+  415: 'file_type_not_allowed (judged by content), content_type_invalid (not multipart)',
+};
+
+export function registerKycRoutes(router: Router, app: AppContext, docs: OpenAPIRegistry): void {
+  router.post('/api/document/create-session/', requireMerchant(app), async (ctx) => {
+    const body = validateBody(createSessionRequest, await readJsonObject(ctx, app.config.bodyLimitBytes));
+    const session = await createSession(app, body, { type: 'merchant', id: (ctx.state as RequestState).credential!.id });
+    respond(ctx, session.attempt_no > 1 ? 'The open session was returned.' : 'Session opened.', { session });
+  });
+
+  router.post('/api/document/upload_document/', async (ctx) => {
+    const upload = await receiveUpload(ctx, MAX_UPLOAD_BYTES, app.files.temporaryDirectory());
+    const stored = await storeUpload(app, upload, null);
+    ctx.body = { status: 'success', message: 'Document received; its verification result follows on the websocket.', ...stored };
+  });
+
+  router.post('/api/document/take_snapshot/', async (ctx) => {
+    const upload = await receiveUpload(ctx, MAX_UPLOAD_BYTES, app.files.temporaryDirectory());
+    const { artifact_id, path } = await storeUpload(app, upload, 'snapshot');
+    ctx.body = { status: 'success', message: 'Snapshot received.', path, artifact_id };
+  });
+
+  router.post('/api/document/end-kyc-session/', async (ctx) => {
+    const body = await readJsonObject(ctx, app.config.bodyLimitBytes);
+    const { sessionId, claims } = await verifyKycToken(app, 'agent', body.token);
+    const status = body.status;
+    if (typeof status !== 'string' || !(status in CLOSING_STATUSES)) {
+      throw new KycError(400, 'status_invalid', `status must be one of ${Object.keys(CLOSING_STATUSES).join(', ')}.`);
+    }
+    const checklist = body.checklist ?? {};
+    if (typeof checklist !== 'object' || checklist === null || Array.isArray(checklist) || Object.values(checklist).some((value) => typeof value !== 'boolean')) {
+      throw new KycError(400, 'checklist_invalid', 'checklist must map question ids to true or false.');
+    }
+    const agent = typeof claims.agent === 'string' ? claims.agent : 'agent';
+    const session = await closeSession(app, sessionId, status as ClosingStatus, checklist as Record<string, boolean>, agent);
+    ctx.body = { status: true, message: `Session ${session.status}.`, session_id: session.id, session_status: session.status };
+  });
+
+  docs.registerPath({
+    method: 'post',
+    path: '/api/document/create-session/',
+    summary: 'Open a verification session (or get the open one back with attempt_no + 1)',
+    security: [{ bearer: [] }],
+    request: { body: { content: { 'application/json': { schema: createSessionRequest } } } },
+    responses: {
+      200: { description: 'The session', content: { 'application/json': { schema: envelopeOf(z.object({ session: sessionSchema })) } } },
+      ...errorResponses({ 400: 'Unknown or inactive verification flow: <code>, or a missing customer_ref', 401: 'Invalid Bearer token' }),
+    },
+  });
+  for (const [path, summary] of [
+    ['/api/document/upload_document/', 'Upload a document (multipart: token, artifact_type, snapshot file, extra_data)'],
+    ['/api/document/take_snapshot/', 'Upload a frame captured during the call (multipart: token, snapshot image)'],
+  ] as const) {
+    docs.registerPath({
+      method: 'post',
+      path,
+      summary,
+      request: {
+        body: {
+          content: {
+            'multipart/form-data': {
+              schema: z.object({
+                token: z.string(),
+                artifact_type: z.string().optional(),
+                snapshot: z.string().openapi({ format: 'binary' }),
+                extra_data: z.string().optional(),
+              }),
+            },
+          },
+        },
+      },
+      responses: { 200: { description: 'Stored', content: { 'application/json': { schema: uploadResponse } } }, ...errorResponses(KYC_ERRORS) },
+    });
+  }
+  docs.registerPath({
+    method: 'post',
+    path: '/api/document/end-kyc-session/',
+    summary: 'Close a session (agent token): completed, reported or ended (-> failed)',
+    request: {
+      body: {
+        content: {
+          'application/json': {
+            schema: z.object({ token: z.string(), status: z.enum(['completed', 'reported', 'ended']), checklist: z.record(z.string(), z.boolean()).optional() }),
+          },
+        },
+      },
+    },
+    responses: {
+      200: { description: 'Closed (or already closed)' },
+      ...errorResponses({ 400: 'status_invalid, checklist_invalid', 401: 'token_missing, token_invalid, token_expired', 403: 'token_wrong_audience (a session token)', 404: 'session_not_found' }),
+    },
+  });
+}
