@@ -52,7 +52,9 @@ export function randomDocument(random: Random, format: MrzFormat): SyntheticDocu
   const number = alphanumeric(random, 1) + digits(random, 7) + alphanumeric(random, 1);
   const name = (length: number) => pad(`${surname}<<${given}`, length);
   const withCheck = (text: string) => text + checkDigit(text);
-  const code = format === 'TD3' ? 'P<' : format === 'MRVA' || format === 'MRVB' ? 'V<' : pick(random, ['I<', 'ID', 'AC']);
+  const drawn = format === 'TD3' ? 'P<' : format === 'MRVA' || format === 'MRVB' ? 'V<' : pick(random, ['I<', 'ID', 'AC']);
+  // A 36-character MRZ starting IDFRA is France's older national ID card, a layout of its own.
+  const code = format === 'TD2' && drawn === 'ID' && state === 'FRA' ? 'I<' : drawn;
   let lines: string[];
   switch (format) {
     case 'TD3':

@@ -9,7 +9,7 @@ import { createApp } from '../../src/http/app.ts';
 import { createLogger } from '../../src/logger.ts';
 import { createCredential } from '../../src/modules/merchant/service.ts';
 import { buildContext } from '../../src/server.ts';
-import { createTestDatabase, type TestDatabase } from './database.ts';
+import { createTestDatabase, joinTestDatabase, type TestDatabase } from './database.ts';
 
 export interface TestApp {
   url: string;
@@ -40,8 +40,14 @@ export interface TestResponse {
   text: string;
 }
 
+/**
+ * An app on a fresh test database, or with DATABASE_URL_OVERRIDE on another app's database (a
+ * second node); only the app that created its database drops it.
+ */
 export async function startTestApp(env: Record<string, string> = {}): Promise<TestApp> {
-  const database = await createTestDatabase();
+  const { DATABASE_URL_OVERRIDE: sharedUrl, ...settings } = env;
+  const database = sharedUrl ? await joinTestDatabase(sharedUrl) : await createTestDatabase();
+  env = settings;
   const dataDir = await fs.mkdtemp(path.join(os.tmpdir(), 'warden-test-data-'));
   const config: Config = loadConfig({ LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent', WARDEN_DATA_DIR: dataDir, WARDEN_JOB_MAINTENANCE_SECONDS: '1', ...env });
   const context = await buildContext(config, database.knex, createLogger(config.logLevel));

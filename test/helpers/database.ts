@@ -32,3 +32,9 @@ export async function createTestDatabase(): Promise<TestDatabase> {
     },
   };
 }
+
+/** Another connection pool on an existing test database; dropping it only closes the pool. */
+export async function joinTestDatabase(url: string): Promise<TestDatabase> {
+  const knex = knexFactory({ client: 'pg', connection: url, pool: { min: 0, max: 10 } });
+  return { url, knex, drop: () => knex.destroy() };
+}
