@@ -9,6 +9,7 @@ import { eventCommand } from './events.ts';
 import { agentTokenCommand, flowCommand } from './kyc.ts';
 import { rulesCommand } from './rules.ts';
 import { sanctionsCommand } from './sanctions.ts';
+import { verifyCommand } from './verify.ts';
 
 /** A command's failure that the operator can fix: printed as JSON on stderr, exit code 1 (usage: 2). */
 export class CliError extends Error {
@@ -21,6 +22,9 @@ export class CliError extends Error {
 export const OPERATOR: Actor = { type: 'operator', id: process.env.USER || 'cli' };
 
 export type CommandHandler = (args: string[], database: Database) => Promise<unknown>;
+
+/** Commands that work on files alone and never open the database. */
+const OFFLINE_COMMANDS: Record<string, (args: string[]) => Promise<unknown>> = { verify: verifyCommand };
 
 const USAGE = `Usage: warden <command> [options]   (every command prints JSON)
 
@@ -39,6 +43,7 @@ const USAGE = `Usage: warden <command> [options]   (every command prints JSON)
   flow define --code C --artifacts doc_mrz,selfie [--name N] [--video-call] [--default] [--inactive] [--notify URL]
   flow list
   agent-token --session ID [--agent NAME]
+  verify mrz IMAGE                      (reads the MRZ of a photograph; no database needed)
   db migrate
 
 Environment: DATABASE_URL (external PostgreSQL) or WARDEN_DATA_DIR (embedded, default ./data).`;
@@ -69,6 +74,16 @@ async function main(argv: string[]): Promise<number> {
   if (!command || command === 'help' || command === '--help') {
     console.log(USAGE);
     return command ? 0 : 2;
+  }
+  const offline = OFFLINE_COMMANDS[command];
+  if (offline) {
+    try {
+      console.log(JSON.stringify(await offline(rest), null, 2));
+      return 0;
+    } catch (error) {
+      console.error(JSON.stringify({ error: (error as Error).message }));
+      return error instanceof CliError ? error.exitCode : 1;
+    }
   }
   const handler = COMMANDS[command];
   if (!handler) {

@@ -95,3 +95,18 @@ test.serial('sanctions import in the three formats, re-import replaces, status c
   const wrongFormat = await warden('sanctions', 'import', '--format', 'csv', 'x');
   t.is(wrongFormat.code, 2);
 });
+
+test('verify mrz reads a photographed MRZ without a database and prints lines, fields, validity and timings', async (t) => {
+  const expected = JSON.parse(await fs.readFile(path.join(root, 'test/fixtures/mrz/expected.json'), 'utf8'))['td3-tilted.jpg'];
+  const { stdout } = await promisify(execFile)(process.execPath, ['bin/warden.js', 'verify', 'mrz', 'test/fixtures/mrz/td3-tilted.jpg'], {
+    cwd: root,
+    env: { ...process.env, DATABASE_URL: 'postgres://nobody@127.0.0.1:1/none' },
+  });
+  const result = JSON.parse(stdout);
+  t.deepEqual(result.lines, expected.lines);
+  t.is(result.valid, true);
+  t.is(result.format, 'TD3');
+  t.is(typeof result.timings.total_ms, 'number');
+  const missing = await warden('verify', 'mrz', '/nonexistent.jpg');
+  t.is(missing.code, 1);
+});

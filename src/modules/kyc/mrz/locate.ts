@@ -2,12 +2,11 @@
  * Finds MRZ candidates in a photograph: dark glyphs from a local-mean threshold (uneven light),
  * chained left to right into text lines at any angle up to about 20 degrees, then grouped into bands
  * of two or three parallel lines of equal length and even spacing, which is what an MRZ looks like
- * and little else on a document does. Works on a copy scaled to LOCATE_LONG_SIDE; results are in the
- * coordinates of the image passed in.
+ * and little else on a document does. Works on a scaled-down copy; results are in the coordinates of
+ * the image passed in.
  */
 import { components, darkMask, downscale, type GrayImage } from './image.ts';
 
-const LOCATE_LONG_SIDE = 800;
 const MAX_CANDIDATES = 8;
 
 export interface TextLine {
@@ -40,12 +39,18 @@ interface Glyph {
   height: number;
 }
 
-export function locateBands(image: GrayImage): Band[] {
-  const factor = Math.max(1, Math.max(image.width, image.height) / LOCATE_LONG_SIDE);
+/**
+ * Long sides of the copies searched, coarse first: the coarse copy is quick and enough for a document
+ * that fills much of the photograph; the fine one finds an MRZ whose capitals are only a few pixels tall.
+ */
+export const LOCATE_SIDES = [800, 1600] as const;
+
+export function locateBands(image: GrayImage, longSide: number = LOCATE_SIDES[0]): Band[] {
+  const factor = Math.max(1, Math.max(image.width, image.height) / longSide);
   const small = downscale(image, factor);
-  const longSide = Math.max(small.width, small.height);
-  const mask = darkMask(small, Math.max(15, Math.round(longSide / 30)), 0.88, 12);
-  const glyphs = findGlyphs(mask, small.width, small.height, longSide);
+  const side = Math.max(small.width, small.height);
+  const mask = darkMask(small, Math.max(15, Math.round(side / 30)), 0.88, 12);
+  const glyphs = findGlyphs(mask, small.width, small.height, side);
   const lines = chainLines(glyphs).map((line) => scaleLine(line, factor));
   return groupBands(lines);
 }
@@ -55,20 +60,27 @@ function findGlyphs(mask: Uint8Array, width: number, height: number, longSide: n
   const glyphs: Glyph[] = [];
   const maxHeight = longSide / 12;
   for (let id = 0; id < found.count; id++) {
-    const w = found.maxX[id]! - found.minX[id]! + 1;
+    const minX = found.minX[id]!;
+    const w = found.maxX[id]! - minX + 1;
     const h = found.maxY[id]! - found.minY[id]! + 1;
     const area = found.area[id]!;
-    // Merged runs of '<' in blurred photos are wide and short, hence the generous width limit.
-    if (h < 5 || h > maxHeight || w > 5 * h || area < 8 || area < 0.1 * w * h) continue;
-    glyphs.push({
-      minX: found.minX[id]!,
-      maxX: found.maxX[id]!,
-      minY: found.minY[id]!,
-      maxY: found.maxY[id]!,
-      cx: (found.minX[id]! + found.maxX[id]!) / 2,
-      cy: (found.minY[id]! + found.maxY[id]!) / 2,
-      height: h,
-    });
+    if (h < 5 || h > maxHeight || area < 8 || area < 0.1 * w * h || w > 12 * h) continue;
+    if (w > 5 * h && area < 0.2 * w * h) continue;
+    // Blur merges neighbouring glyphs (runs of '<' first); a wide blob stands in for as many glyphs as fit.
+    const pieces = w > 1.6 * h ? Math.round(w / (0.9 * h)) : 1;
+    for (let piece = 0; piece < pieces; piece++) {
+      const left = minX + (piece * w) / pieces;
+      const right = minX + ((piece + 1) * w) / pieces - 1;
+      glyphs.push({
+        minX: left,
+        maxX: right,
+        minY: found.minY[id]!,
+        maxY: found.maxY[id]!,
+        cx: (left + right) / 2,
+        cy: (found.minY[id]! + found.maxY[id]!) / 2,
+        height: h,
+      });
+    }
   }
   return glyphs.sort((a, b) => a.minX - b.minX);
 }

@@ -10,7 +10,7 @@ import sharp, { type Metadata } from 'sharp';
 import { decode, emptyFields, type Correction, type Decoded, type MrzFields, type MrzFormat } from './decode.ts';
 import { GLYPH_PIXELS, writeGlyphs } from './glyphs.ts';
 import type { GrayImage } from './image.ts';
-import { locateBands, type Band } from './locate.ts';
+import { LOCATE_SIDES, locateBands, type Band } from './locate.ts';
 import { classify } from './model.ts';
 import { cutStrip, fitGrid, type GlyphGrid, type LineStrip } from './segment.ts';
 
@@ -59,22 +59,33 @@ const MIN_CONFIDENCE = 0.6;
 /** Mean distance of glyphs from the fitted grid, in pitches, under which the character count is clear. */
 const CLEAR_FIT = 0.12;
 /** Enough for the MRZ and a few look-alike bands; bounds the time spent on photographs without one. */
-const MAX_ATTEMPTS = 8;
+const MAX_ATTEMPTS = 10;
 
 export async function readMrz(image: Buffer, options: MrzReadOptions = {}): Promise<MrzReadResult> {
   const started = performance.now();
   const gray = await decodeImage(image, options.maxPixels ?? DEFAULT_MAX_PIXELS, options.maxSide ?? DEFAULT_MAX_SIDE);
   const decoded = performance.now();
-  const bands = locateBands(gray);
-  const located = performance.now();
-  const timing = { recognize: 0, parse: 0 };
-  const best = await readBands(gray, bands, timing);
+  const search: Search = { best: null, attempts: 0, tried: [], locate: 0, recognize: 0, parse: 0 };
+  const longSide = Math.max(gray.width, gray.height);
+  let found: Decoded | null = null;
+  let previousSide = 0;
+  for (const side of LOCATE_SIDES) {
+    // A finer search only helps when the photograph has the pixels for it.
+    if (previousSide && longSide < 1.25 * previousSide) break;
+    previousSide = side;
+    const locateStart = performance.now();
+    const bands = locateBands(gray, side);
+    search.locate += performance.now() - locateStart;
+    found = await readBands(gray, bands, search);
+    if (found) break;
+  }
+  const best = found ?? search.best;
   const total = performance.now() - started;
   const timings = {
     decode_ms: round(decoded - started),
-    locate_ms: round(located - decoded),
-    recognize_ms: round(timing.recognize),
-    parse_ms: round(timing.parse),
+    locate_ms: round(search.locate),
+    recognize_ms: round(search.recognize),
+    parse_ms: round(search.parse),
     total_ms: round(total),
   };
   if (!best) {
@@ -123,17 +134,27 @@ async function decodeImage(image: Buffer, maxPixels: number, maxSide: number): P
   }
 }
 
+interface Search {
+  /** The most confident MRZ-like read whose check digits fail, kept in case nothing better turns up. */
+  best: Decoded | null;
+  attempts: number;
+  tried: Band[];
+  locate: number;
+  recognize: number;
+  parse: number;
+}
+
 /**
  * Reads bands best first, each as shown and then turned 180 degrees, and for two-line bands as 44 and
- * as 36 characters (the count whose grid fits the glyphs first). Stops at the first read whose check
- * digits hold; otherwise keeps the most confident read that looks like an MRZ.
+ * as 36 characters (the count whose grid fits the glyphs first). Returns the first read whose check
+ * digits hold; bands already read at another scale are skipped.
  */
-async function readBands(image: GrayImage, bands: Band[], timing: { recognize: number; parse: number }): Promise<Decoded | null> {
-  let best: Decoded | null = null;
-  let attempts = 0;
+async function readBands(image: GrayImage, bands: Band[], search: Search): Promise<Decoded | null> {
   for (const band of bands) {
+    if (search.tried.some((tried) => sameBand(tried, band))) continue;
+    search.tried.push(band);
     for (const reversed of [false, true]) {
-      if (attempts >= MAX_ATTEMPTS) return best;
+      if (search.attempts >= MAX_ATTEMPTS) return null;
       const recognizeStart = performance.now();
       const ordered = reversed ? [...band.lines].reverse() : band.lines;
       const strips: LineStrip[] = [];
@@ -141,7 +162,7 @@ async function readBands(image: GrayImage, bands: Band[], timing: { recognize: n
         const strip = cutStrip(image, line, reversed);
         if (strip) strips.push(strip);
       }
-      timing.recognize += performance.now() - recognizeStart;
+      search.recognize += performance.now() - recognizeStart;
       if (strips.length !== ordered.length) continue;
       const counts = strips.length === 3 ? [30] : [44, 36];
       const layouts = counts
@@ -151,16 +172,24 @@ async function readBands(image: GrayImage, bands: Band[], timing: { recognize: n
       // When one count puts the grid on the glyphs, a worse-fitting count is not worth a model run.
       const fitting = layouts.filter(({ grids }, index) => index === 0 || misfit(grids) < CLEAR_FIT || misfit(layouts[0]!.grids) >= CLEAR_FIT);
       for (const { count, grids } of fitting) {
-        attempts++;
-        const read = await recognize(strips, grids, count, timing);
+        search.attempts++;
+        const read = await recognize(strips, grids, count, search);
         // Check digits alone are weak evidence (one in ten holds by chance); the read must also look like an MRZ.
         if (!read || read.conformity < MIN_CONFORMITY || read.confidence < MIN_CONFIDENCE) continue;
         if (read.valid) return read;
-        if (!best || read.confidence > best.confidence) best = read;
+        if (!search.best || read.confidence > search.best.confidence) search.best = read;
       }
     }
   }
-  return best;
+  return null;
+}
+
+function sameBand(a: Band, b: Band): boolean {
+  if (a.lines.length !== b.lines.length) return false;
+  return a.lines.every((line, index) => {
+    const other = b.lines[index]!;
+    return Math.hypot(line.centerX - other.centerX, line.centerY - other.centerY) < 0.5 * line.capHeight;
+  });
 }
 
 /** OCR-B on documents: the pitch is 0.9 to 1.4 cap heights. */
@@ -172,7 +201,7 @@ function misfit(grids: GlyphGrid[]): number {
   return grids.reduce((sum, grid) => sum + grid.misfit, 0) / grids.length;
 }
 
-async function recognize(strips: LineStrip[], grids: GlyphGrid[], count: number, timing: { recognize: number; parse: number }): Promise<Decoded | null> {
+async function recognize(strips: LineStrip[], grids: GlyphGrid[], count: number, timing: Pick<Search, 'recognize' | 'parse'>): Promise<Decoded | null> {
   const started = performance.now();
   const glyphs = new Float32Array(strips.length * count * GLYPH_PIXELS);
   strips.forEach((line, index) => {
