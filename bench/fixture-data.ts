@@ -3,18 +3,8 @@ import path from 'node:path';
 import type { Knex } from 'knex';
 import type { RuleInput } from '../src/modules/rules/definitions.ts';
 import { parseRuleFile } from '../src/modules/rules/definitions.ts';
+import { random } from './random.ts';
 
-/** Deterministic pseudo-random numbers (mulberry32), so every run benchmarks the same data. */
-export function random(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let value = state;
-    value = Math.imul(value ^ (value >>> 15), value | 1);
-    value ^= value + Math.imul(value ^ (value >>> 7), value | 61);
-    return ((value ^ (value >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /**
  * 30 active financial rules: the 16 of the shipped example file plus 14 more over amounts and

@@ -6,6 +6,7 @@
  * and programs. The same count and seed always give the same entries.
  */
 import type { SanctionEntry, SanctionSource } from '../src/modules/screening/sanctions/importers.ts';
+import { random } from './random.ts';
 
 type EntryBody = Pick<SanctionEntry, 'schema' | 'name' | 'aliases' | 'birth_dates' | 'nationalities'>;
 
@@ -151,22 +152,10 @@ const PROGRAMS: Record<SanctionSource, string[]> = {
   opensanctions: ['us_ofac_sdn', 'eu_fsf', 'gb_hmt_sanctions', 'ch_seco_sanctions', 'ca_dfatd_sema_sanctions', 'au_dfat_sanctions', 'ru_rupep', 'everypolitician', 'interpol_red_notices', 'us_fbi_most_wanted'],
 };
 
-/** mulberry32: small, fast and good enough to make varied but repeatable data. */
-function createRandom(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 export function generateSanctionEntries(count: number, seed: number): SanctionEntry[] {
-  const random = createRandom(seed);
-  const pick = <T>(items: readonly T[]): T => items[Math.floor(random() * items.length)]!;
-  const chance = (probability: number): boolean => random() < probability;
+  const next = random(seed);
+  const pick = <T>(items: readonly T[]): T => items[Math.floor(next() * items.length)]!;
+  const chance = (probability: number): boolean => next() < probability;
   const spelling = (culture: Culture, part: string): string => {
     const variants = culture.variants[part];
     return variants && chance(0.5) ? pick(variants) : part;
@@ -183,7 +172,7 @@ export function generateSanctionEntries(count: number, seed: number): SanctionEn
   const givenName = (culture: Culture): string =>
     culture.familyFirst && chance(0.6) ? invent(culture, 2, '') : pick(culture.given);
   const familyName = (culture: Culture): string =>
-    culture.familyFirst || chance(0.4) ? pick(culture.family) : invent(culture, 1 + Math.floor(random() * 2), pick(culture.endings));
+    culture.familyFirst || chance(0.4) ? pick(culture.family) : invent(culture, 1 + Math.floor(next() * 2), pick(culture.endings));
 
   const person = (culture: Culture): EntryBody => {
     const given = givenName(culture);
@@ -193,11 +182,11 @@ export function generateSanctionEntries(count: number, seed: number): SanctionEn
       ? `${family.toUpperCase()} ${given}`
       : [given, middle, family].filter((part) => part !== undefined).join(' ');
     const aliases = new Set<string>();
-    const aliasCount = Math.floor(random() * 4);
+    const aliasCount = Math.floor(next() * 4);
     for (let i = 0; i < aliasCount; i++) {
       const variantGiven = spelling(culture, given);
       const variantFamily = spelling(culture, family);
-      const form = random();
+      const form = next();
       if (form < 0.4) aliases.add(`${variantFamily.toUpperCase()}, ${[variantGiven, middle].filter(Boolean).join(' ')}`);
       else if (form < 0.7) aliases.add(`${variantGiven} ${variantFamily}`);
       else if (form < 0.95) aliases.add(`${givenName(culture)} ${variantFamily}`);
@@ -206,10 +195,10 @@ export function generateSanctionEntries(count: number, seed: number): SanctionEn
     aliases.delete(name);
     const birthDates: string[] = [];
     if (chance(0.85)) {
-      const year = 1940 + Math.floor(random() * 62);
-      if (chance(0.6)) birthDates.push(`${year}-${pad(1 + Math.floor(random() * 12))}-${pad(1 + Math.floor(random() * 28))}`);
+      const year = 1940 + Math.floor(next() * 62);
+      if (chance(0.6)) birthDates.push(`${year}-${pad(1 + Math.floor(next() * 12))}-${pad(1 + Math.floor(next() * 28))}`);
       else birthDates.push(String(year));
-      if (chance(0.15)) birthDates.push(String(year + 1 + Math.floor(random() * 3)));
+      if (chance(0.15)) birthDates.push(String(year + 1 + Math.floor(next() * 3)));
     }
     const nationalities = chance(0.8) ? [pick(culture.countries)] : [];
     if (nationalities.length > 0 && chance(0.1)) nationalities.push(pick(culture.countries));
@@ -218,12 +207,12 @@ export function generateSanctionEntries(count: number, seed: number): SanctionEn
 
   const organization = (): EntryBody => {
     const culture = pick(CULTURES);
-    const roll = random();
+    const roll = next();
     const words =
       roll < 0.3
         ? familyName(culture)
         : roll < 0.6
-          ? invent(culture, 2 + Math.floor(random() * 2), '')
+          ? invent(culture, 2 + Math.floor(next() * 2), '')
           : `${pick(COMPANY_WORDS)}${chance(0.3) ? ` ${pick(COMPANY_WORDS)}` : ''}`;
     const core = `${words} ${pick(COMPANY_SECTORS)}`;
     const name = `${core} ${pick(LEGAL_FORMS)}`.toUpperCase();
@@ -236,7 +225,7 @@ export function generateSanctionEntries(count: number, seed: number): SanctionEn
 
   const vessel = (): EntryBody => ({
     schema: 'vessel',
-    name: [pick(VESSEL_WORDS), chance(0.5) ? pick(VESSEL_WORDS) : invent(pick(CULTURES), 2, ''), chance(0.4) ? String(1 + Math.floor(random() * 20)) : '']
+    name: [pick(VESSEL_WORDS), chance(0.5) ? pick(VESSEL_WORDS) : invent(pick(CULTURES), 2, ''), chance(0.4) ? String(1 + Math.floor(next() * 20)) : '']
       .join(' ')
       .trim()
       .toUpperCase(),
@@ -247,11 +236,11 @@ export function generateSanctionEntries(count: number, seed: number): SanctionEn
 
   const entries: SanctionEntry[] = [];
   for (let i = 0; i < count; i++) {
-    const kind = random();
+    const kind = next();
     const body = kind < 0.75 ? person(pick(CULTURES)) : kind < 0.96 ? organization() : vessel();
-    const sourceRoll = random();
+    const sourceRoll = next();
     const source: SanctionSource = sourceRoll < 0.45 ? 'ofac' : sourceRoll < 0.6 ? 'un' : 'opensanctions';
-    const topicRoll = random();
+    const topicRoll = next();
     const topics =
       source !== 'opensanctions' || topicRoll < 0.6
         ? ['sanction']

@@ -17,7 +17,8 @@ import { replaceSource } from '../src/modules/screening/sanctions/store.ts';
 import { FINANCIAL, upsertTransactions } from '../src/modules/transaction/service.ts';
 import { buildContext } from '../src/server.ts';
 import { benchDatabaseUrl } from './bench-database.ts';
-import { benchmarkRules, financialRecords, random, seedCustomers } from './fixture-data.ts';
+import { benchmarkRules, financialRecords, seedCustomers } from './fixture-data.ts';
+import { random } from './random.ts';
 import { generateSanctionEntries } from './generate-sanctions.ts';
 import { machineLine, writeSection } from './results.ts';
 

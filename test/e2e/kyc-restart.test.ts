@@ -2,30 +2,17 @@
  * Durable verification jobs: the service is killed with -9 while jobs are pending or running,
  * and the next start finishes every one of them. Also the KYC commands of the CLI.
  */
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import test from 'ava';
+import { startService } from '../helpers/service.ts';
 import { createTestDatabase } from '../helpers/database.ts';
 
 const root = path.resolve(import.meta.dirname, '../..');
 const fixtures = path.join(root, 'test/fixtures/mrz');
 
-function start(env: NodeJS.ProcessEnv): Promise<{ child: ChildProcess; url: string }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] });
-  return new Promise((resolve, reject) => {
-    let output = '';
-    const onData = (chunk: Buffer) => {
-      output += chunk.toString();
-      const match = /Warden listening on (http:\/\/\S+)/.exec(output);
-      if (match) resolve({ child, url: match[1]! });
-    };
-    child.stdout!.on('data', onData);
-    child.stderr!.on('data', onData);
-    child.on('exit', (code) => reject(new Error(`exited with ${code}: ${output}`)));
-  });
-}
 
 test('jobs left by a kill -9 are finished after restart; flow and agent-token commands', async (t) => {
   const database = await createTestDatabase();
@@ -50,7 +37,7 @@ test('jobs left by a kill -9 are finished after restart; flow and agent-token co
   t.deepEqual((await warden('flow', 'list')).map((row: { code: string }) => row.code), ['passport']);
   const credential = await warden('credential', 'create', '--name', 'KYC e2e', '--allow-ip', '*');
 
-  const first = await start(env);
+  const first = await startService(env);
   const post = async (url: string, body: unknown, token?: string) =>
     (await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) }, body: JSON.stringify(body) })).json() as Promise<any>;
   const access = (await post(`${first.url}/api/merchant/auth/token/`, { api_key: credential.api_key, api_secret: credential.api_secret })).data.access_token;
@@ -71,7 +58,7 @@ test('jobs left by a kill -9 are finished after restart; flow and agent-token co
   const finishedBefore = await database.knex('verification_results').whereIn('artifact_id', artifactIds).count({ count: '*' });
   t.log(`results stored before the kill: ${finishedBefore[0]!.count} of ${artifactIds.length}`);
 
-  const second = await start(env);
+  const second = await startService(env);
   t.teardown(() => second.child.kill('SIGKILL'));
   const deadline = Date.now() + 90_000;
   let done = 0;

@@ -3,12 +3,13 @@
  * the `warden` CLI against the same data while the server runs, a kill -9 and a clean restart,
  * and a graceful SIGTERM that stops the database it started.
  */
-import { spawn, execFile, type ChildProcess } from 'node:child_process';
+import { execFile, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import test from 'ava';
+import { startService } from '../helpers/service.ts';
 
 const execFileAsync = promisify(execFile);
 const root = path.resolve(import.meta.dirname, '../..');
@@ -19,21 +20,6 @@ function baseEnv(dataDir: string, port: number): NodeJS.ProcessEnv {
   return env;
 }
 
-function startService(env: NodeJS.ProcessEnv): Promise<{ child: ChildProcess; url: string }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] });
-  return new Promise((resolve, reject) => {
-    let output = '';
-    const onData = (chunk: Buffer) => {
-      output += chunk.toString();
-      const match = /Warden listening on (http:\/\/\S+)/.exec(output);
-      if (match) resolve({ child, url: match[1]! });
-    };
-    child.stdout!.on('data', onData);
-    child.stderr!.on('data', onData);
-    child.on('exit', (code) => reject(new Error(`service exited with ${code}: ${output}`)));
-    setTimeout(() => reject(new Error(`service did not start: ${output}`)), 60_000);
-  });
-}
 
 async function cli(env: NodeJS.ProcessEnv, ...args: string[]) {
   const { stdout } = await execFileAsync(process.execPath, ['bin/warden.js', ...args], { cwd: root, env });

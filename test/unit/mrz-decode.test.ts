@@ -72,21 +72,39 @@ test('a digit-only position takes the best digit even when a letter scored highe
 });
 
 test('a failing check digit is repaired only with the model’s own runner-up', (t) => {
-  // Document number 'L898902C3': the model prefers 'O' over '0' at column 5, both allowed there.
-  const ambiguous = decode(probabilitiesFor(SPECIMEN_TD3, { '1:5': { O: 0.55, '0': 0.4 } }), 2, 44)!;
+  // Document number 'L898902C3': the model prefers 'B' over '8' at column 1, both allowed there.
+  const ambiguous = decode(probabilitiesFor(SPECIMEN_TD3, { '1:1': { B: 0.55, '8': 0.4 } }), 2, 44)!;
   t.is(ambiguous.lines[1], SPECIMEN_TD3[1]);
   t.true(ambiguous.valid);
   t.deepEqual(ambiguous.corrections.map(({ line, column, read, corrected }) => ({ line, column, read, corrected })), [
-    { line: 1, column: 5, read: 'O', corrected: '0' },
+    { line: 1, column: 1, read: 'B', corrected: '8' },
   ]);
 
   // Without a plausible alternative nothing is invented: the line stays as read and is not valid.
-  const wrong = decode(probabilitiesFor(SPECIMEN_TD3, { '1:5': { O: 0.97 } }), 2, 44)!;
-  t.is(wrong.lines[1]![5], 'O');
+  const wrong = decode(probabilitiesFor(SPECIMEN_TD3, { '1:1': { B: 0.97 } }), 2, 44)!;
+  t.is(wrong.lines[1]![1], 'B');
   t.false(wrong.valid);
   t.true(wrong.invalid_fields.includes('document_number_check_digit'));
   t.deepEqual(wrong.corrections, []);
 });
+
+test('an O the model is unsure of in a document number is read as the digit 0, unless the check digit says O', (t) => {
+  const zero = decode(probabilitiesFor(SPECIMEN_TD3, { '1:5': { O: 0.6, '0': 0.3 } }), 2, 44)!;
+  t.is(zero.lines[1]!.slice(0, 9), 'L898902C3');
+  t.true(zero.valid);
+  t.deepEqual(zero.corrections, []);
+
+  // A document number with a real O: read as 0 first, the check fails, and the model's O comes back.
+  const withO = ['P<UTOERIKSSON<<ANNA<MARIA<<<<<<<<<<<<<<<<<<<', 'L898O02C3' + '1UTO7408122F1204159ZE184226B<<<<<1'];
+  withO[1] = `${withO[1]!.slice(0, 43)}${compositeDigit(withO[1]!)}`;
+  const decoded = decode(probabilitiesFor(withO, { '1:4': { O: 0.6, '0': 0.3 } }), 2, 44)!;
+  t.is(decoded.lines[1], withO[1]);
+  t.true(decoded.valid);
+});
+
+function compositeDigit(line: string): number {
+  return checkDigit(line.slice(0, 10) + line.slice(13, 20) + line.slice(21, 43));
+}
 
 test('lines of a length no MRZ has are not decoded', (t) => {
   t.is(decode(probabilitiesFor(['P'.repeat(40), 'P'.repeat(40)]), 2, 40), null);

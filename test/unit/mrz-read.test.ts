@@ -79,6 +79,12 @@ test('freshly rendered documents of every format, tilted up to 15 degrees (needs
   }
 });
 
+test('an ArrayBuffer handed over by Piscina.move() reads like a Buffer', async (t) => {
+  const bytes = fixture('td1-photo.jpg');
+  const moved = bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength) as ArrayBuffer;
+  assertRead(t, await readMrz(moved), expected['td1-photo.jpg']!, 'ArrayBuffer');
+});
+
 test('an image without text has no MRZ', async (t) => {
   const blank = await sharp({ create: { width: 640, height: 480, channels: 3, background: '#8090a0' } }).jpeg().toBuffer();
   const result = await readMrz(blank);

@@ -136,12 +136,14 @@ export function decode(probabilities: Float32Array, lineCount: number, length: n
   const kept: number[][] = [];
   let conforming = 0;
   let confidence = 0;
+  const [numberLine, numberStart, numberEnd] = DOCUMENT_NUMBER[format];
   for (let line = 0; line < lineCount; line++) {
     chars.push([]);
     kept.push([]);
     for (let column = 0; column < length; column++) {
       const allowed = ALLOWED[layout[line]![column]!]!;
-      const best = bestOf(probabilities, rowOf(line, column), allowed);
+      const inNumber = line === numberLine && column >= numberStart && column < numberEnd;
+      const best = inNumber ? preferZero(probabilities, rowOf(line, column), allowed) : bestOf(probabilities, rowOf(line, column), allowed);
       chars[line]!.push(best.char);
       kept[line]!.push(best.probability);
       confidence += best.probability;
@@ -167,6 +169,30 @@ export function decode(probabilities: Float32Array, lineCount: number, length: n
     confidence: confidence / (lineCount * length),
     conformity: conforming / (lineCount * length),
   };
+}
+
+/** Where the document number is (its first nine characters). */
+const DOCUMENT_NUMBER: Record<MrzFormat, Span> = {
+  TD3: [1, 0, 9],
+  MRVA: [1, 0, 9],
+  TD2: [1, 0, 9],
+  MRVB: [1, 0, 9],
+  TD1: [0, 5, 14],
+};
+
+/** Below this the model is taken to have ruled a zero out. */
+const ZERO_FLOOR = 0.1;
+
+/**
+ * OCR-B's O and 0 differ by a few pixels, and a pair of O/0 swaps can cancel out in a check digit.
+ * Many issuers leave the letter O out of document numbers (it is the digit far more often), so when
+ * the model rates both plausible there, the digit is read; a real O still comes back through the
+ * check-digit repair if the digit makes the check fail.
+ */
+function preferZero(probabilities: Float32Array, row: number, allowed: string): { char: string; probability: number } {
+  const best = bestOf(probabilities, row, allowed);
+  const zero = probabilities[row + ALPHABET.indexOf('0')]!;
+  return best.char === 'O' && zero >= ZERO_FLOOR ? { char: '0', probability: zero } : best;
 }
 
 function bestOf(probabilities: Float32Array, row: number, allowed: string): { char: string; probability: number } {

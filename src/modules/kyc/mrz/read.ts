@@ -61,9 +61,15 @@ const CLEAR_FIT = 0.12;
 /** Enough for the MRZ and a few look-alike bands; bounds the time spent on photographs without one. */
 const MAX_ATTEMPTS = 10;
 
-export async function readMrz(image: Buffer, options: MrzReadOptions = {}): Promise<MrzReadResult> {
+/**
+ * Reads the MRZ of a document photograph (JPEG, PNG, WebP, TIFF, ...). Throws MrzImageError for an
+ * image that cannot be used; an image without a readable MRZ gives `found: false`. Accepts the
+ * ArrayBuffer a piscina task receives through `Piscina.move()` as well as a Buffer.
+ */
+export async function readMrz(image: Buffer | Uint8Array | ArrayBuffer, options: MrzReadOptions = {}): Promise<MrzReadResult> {
   const started = performance.now();
-  const gray = await decodeImage(image, options.maxPixels ?? DEFAULT_MAX_PIXELS, options.maxSide ?? DEFAULT_MAX_SIDE);
+  const bytes = image instanceof ArrayBuffer ? Buffer.from(image) : Buffer.isBuffer(image) ? image : Buffer.from(image.buffer, image.byteOffset, image.byteLength);
+  const gray = await decodeImage(bytes, options.maxPixels ?? DEFAULT_MAX_PIXELS, options.maxSide ?? DEFAULT_MAX_SIDE);
   const decoded = performance.now();
   const search: Search = { best: null, attempts: 0, tried: [], locate: 0, recognize: 0, parse: 0 };
   const longSide = Math.max(gray.width, gray.height);
@@ -105,7 +111,7 @@ export async function readMrz(image: Buffer, options: MrzReadOptions = {}): Prom
 }
 
 async function decodeImage(image: Buffer, maxPixels: number, maxSide: number): Promise<GrayImage> {
-  if (!Buffer.isBuffer(image) || image.length === 0) throw new MrzImageError('image_empty', 'The image is empty');
+  if (image.length === 0) throw new MrzImageError('image_empty', 'The image is empty');
   let metadata: Metadata;
   try {
     // Reads the header only, so the size can be checked (and reported) before anything is decoded.

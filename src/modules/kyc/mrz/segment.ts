@@ -73,9 +73,10 @@ interface Measurement {
 }
 
 /**
- * Glyph blobs near the midline, the longest run of them without a gap wider than 1.5 caps (the MRZ
- * has no spaces; whatever lies beyond such a gap is not part of it), and a line through the centres
- * of the full-height glyphs for tilt and vertical position.
+ * Glyph blobs near the midline, the longest run of them without a gap wider than 2.2 caps (the MRZ
+ * has no spaces, so such a gap is at most one glyph too faint to see; whatever lies beyond a wider
+ * one is not part of it), and a line through the centres of the full-height glyphs for tilt and
+ * vertical position.
  */
 function measure(strip: GrayImage): Measurement | null {
   // A local-mean threshold, because light changes along a line (shadows, a curved page); the mask is
@@ -99,7 +100,7 @@ function measure(strip: GrayImage): Measurement | null {
   let run: Blob[] = [];
   let reach = -Infinity;
   for (const blob of candidates) {
-    if (blob.minX - reach > 1.5 * STRIP_CAP_HEIGHT) run = [];
+    if (blob.minX - reach > 2.2 * STRIP_CAP_HEIGHT) run = [];
     run.push(blob);
     reach = Math.max(reach, blob.maxX);
     if (extent(run) > extent(best)) best = run.slice();
