@@ -18,17 +18,21 @@ export function createKnex(url: string, poolMax: number): Knex {
 const RETRYABLE = new Set(['40001', '40P01']);
 
 /**
- * Runs `work` in one transaction, retrying a few times when PostgreSQL aborts it for a
- * serialization failure or a deadlock: both leave nothing written, so a retry is safe.
+ * Runs `work` (one statement or one transaction), retrying a few times when PostgreSQL aborts it
+ * for a serialization failure or a deadlock: both leave nothing written, so a retry is safe.
  */
-export async function withTransaction<T>(db: Knex, work: (trx: Knex.Transaction) => Promise<T>): Promise<T> {
+export async function retryOnConflict<T>(work: () => Promise<T>): Promise<T> {
   for (let attempt = 1; ; attempt++) {
     try {
-      return await db.transaction(work);
+      return await work();
     } catch (error) {
       const code = (error as { code?: string }).code;
       if (!code || !RETRYABLE.has(code) || attempt >= 4) throw error;
       await new Promise((resolve) => setTimeout(resolve, 5 * attempt + Math.random() * 10));
     }
   }
+}
+
+export function withTransaction<T>(db: Knex, work: (trx: Knex.Transaction) => Promise<T>): Promise<T> {
+  return retryOnConflict(() => db.transaction(work));
 }

@@ -1,3 +1,4 @@
+// Fixtures in test/fixtures/mrz are made by models/mrz/render-fixtures.ts (expected.json holds the truth).
 import fs from 'node:fs';
 import path from 'node:path';
 import zlib from 'node:zlib';

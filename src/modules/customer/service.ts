@@ -1,10 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import type { AppContext, Actor } from '../../context.ts';
-import { withTransaction } from '../../db/knex.ts';
+import { retryOnConflict } from '../../db/knex.ts';
 import { lastOccurrence, reportRepeatedRefs } from '../records/batch.ts';
 import { validateRecord } from '../records/fields.ts';
 import { SKIPPED_DECISION, SKIPPED_SCORE, withoutNulls, type Action } from '../records/results.ts';
-import { columnsOf, insertRows, upsertRows } from '../records/sql.ts';
+import { columnsOf, upsertRowsWithLogs } from '../records/sql.ts';
 import type { EvaluationInput } from '../rules/definitions.ts';
 import { EXECUTION_LOG_COLUMNS, evaluateInPool, executionLogRow } from '../rules/engine.ts';
 import type { CustomerScreening, ScreeningSubject } from '../screening/service.ts';
@@ -134,18 +134,11 @@ export async function upsertCustomers(app: AppContext, inputs: Record<string, un
   const order = rows.map((_, position) => position).sort((a, b) => stored[a]!.ref.localeCompare(stored[b]!.ref));
   const columns = { ...columnsOf(customerFields), ...STORAGE_COLUMNS };
 
-  const outcomes = await withTransaction(app.db, async (trx) => {
-    const sorted = await upsertRows(trx, 'customers', 'customer_ref', columns, order.map((position) => rows[position]!));
-    const byPosition = new Array<{ id: string; inserted: boolean }>(rows.length);
-    order.forEach((position, sortedIndex) => (byPosition[position] = sorted[sortedIndex]!));
-    await insertRows(
-      trx,
-      'execution_logs',
-      EXECUTION_LOG_COLUMNS,
-      stored.map((item, position) => executionLogRow(rows[position]!.log_id, 'customer', byPosition[position]!.id, item.ref, evaluations[position]!, by)),
-    );
-    return byPosition;
-  });
+  const logs = stored.map((item, position) => executionLogRow(rows[position]!.log_id, 'customer', item.ref, evaluations[position]!, by));
+  const sortedRows = order.map((position) => rows[position]!);
+  const sorted = await retryOnConflict(() => upsertRowsWithLogs(app.db, 'customers', 'customer_ref', columns, sortedRows, EXECUTION_LOG_COLUMNS, logs));
+  const outcomes = new Array<{ id: string; inserted: boolean }>(rows.length);
+  order.forEach((position, sortedIndex) => (outcomes[position] = sorted[sortedIndex]!));
 
   stored.forEach((item, position) => {
     const row = rows[position]!;

@@ -31,18 +31,20 @@ function identifier(name: string): string {
 }
 
 /**
- * One statement for a whole batch: the rows travel as one JSON array parameter, are typed by
- * jsonb_to_recordset, and land with INSERT ... ON CONFLICT DO UPDATE. Every row carries an id
- * made by the caller; on conflict the stored row keeps its own. Returns, in the order given, the
- * stored id of each row and whether it was inserted (xmax = 0) or updated. `keep` columns are
- * written on insert only. Rows must have distinct conflict keys (see lastOccurrence).
+ * The records of a batch and their execution logs in ONE statement: the upsert is a
+ * data-modifying CTE, and the logs join it on log_id to learn each record's stored id. One
+ * statement is atomic by itself, so the batch needs no BEGIN/COMMIT round trips: either every
+ * row of both tables is written or none is. Rows must carry `log_id`; logs carry `id` = that
+ * log_id and every log column but `record_id`.
  */
-export async function upsertRows(
-  trx: Knex.Transaction,
+export async function upsertRowsWithLogs(
+  db: Knex,
   table: string,
-  conflictColumn: string | null,
+  conflictColumn: string,
   columns: ColumnTypes,
   rows: Record<string, unknown>[],
+  logColumns: ColumnTypes,
+  logs: Record<string, unknown>[],
   keep: string[] = ['id', 'created_by'],
 ): Promise<Array<{ id: string; inserted: boolean }>> {
   if (rows.length === 0) return [];
@@ -54,32 +56,29 @@ export async function upsertRows(
     .map((name) => `${identifier(name)} = excluded.${identifier(name)}`)
     .concat(['"updated_at" = now()'])
     .join(', ');
-  const conflict = conflictColumn ? `on conflict (${identifier(conflictColumn)}) do update set ${updates}` : '';
-  const keyColumn = identifier(conflictColumn ?? 'id');
-  const result = await trx.raw(
-    `insert into ${identifier(table)} (${list}) select ${list} from jsonb_to_recordset(?::jsonb) as r(${recordset}) ${conflict} ` +
-      `returning id, ${keyColumn} as key, (xmax = 0) as inserted`,
-    [JSON.stringify(rows)],
+  const logNames = Object.keys(logColumns).filter((name) => name !== 'record_id');
+  const logRecordset = logNames.map((name) => `${identifier(name)} ${logColumns[name]}`).join(', ');
+  const logList = logNames.map(identifier).join(', ');
+  const result = await db.raw(
+    `with upserted as (
+       insert into ${identifier(table)} (${list}) select ${list} from jsonb_to_recordset(?::jsonb) as r(${recordset})
+       on conflict (${identifier(conflictColumn)}) do update set ${updates}
+       returning id, log_id, coalesce(${identifier(conflictColumn)}::text, id::text) as key, (xmax = 0) as inserted
+     ), logged as (
+       insert into execution_logs (${logList}, record_id)
+       select ${logNames.map((name) => `l.${identifier(name)}`).join(', ')}, u.id
+       from jsonb_to_recordset(?::jsonb) as l(${logRecordset}) join upserted u on u.log_id = l.id
+     )
+     select id, key, inserted from upserted`,
+    [JSON.stringify(rows), JSON.stringify(logs)],
   );
   const byKey = new Map<string, { id: string; inserted: boolean }>();
-  for (const row of result.rows as Array<{ id: string; key: string | null; inserted: boolean }>) {
-    byKey.set(row.key ?? row.id, { id: row.id, inserted: row.inserted });
-  }
+  for (const row of result.rows as Array<{ id: string; key: string; inserted: boolean }>) byKey.set(row.key, { id: row.id, inserted: row.inserted });
   return rows.map((row) => {
-    const key = (conflictColumn ? row[conflictColumn] : null) ?? row.id;
-    const stored = byKey.get(String(key));
-    if (!stored) throw new Error(`upsert into ${table} returned no row for ${String(key)}`);
+    // Rows without a conflict key (non-financial events sent without a ref) are always new: found by the id made for them.
+    const key = String(row[conflictColumn] ?? row.id);
+    const stored = byKey.get(key);
+    if (!stored) throw new Error(`upsert into ${table} returned no row for ${key}`);
     return stored;
   });
-}
-
-/** Plain multi-row insert of a batch in one statement, typed the same way. */
-export async function insertRows(trx: Knex.Transaction, table: string, columns: ColumnTypes, rows: Record<string, unknown>[]): Promise<void> {
-  if (rows.length === 0) return;
-  const names = Object.keys(columns);
-  const recordset = names.map((name) => `${identifier(name)} ${columns[name]}`).join(', ');
-  const list = names.map(identifier).join(', ');
-  await trx.raw(`insert into ${identifier(table)} (${list}) select ${list} from jsonb_to_recordset(?::jsonb) as r(${recordset})`, [
-    JSON.stringify(rows),
-  ]);
 }

@@ -28,11 +28,13 @@ export async function evaluateInPool(app: AppContext, inputs: EvaluationInput[])
   return outputs.flat();
 }
 
-/** Execution-log rows for evaluated records, one per record, with ids made here so callers can link them. */
+/**
+ * The execution-log row of one evaluated record. Its id is made here and stored on the record as
+ * log_id; the record's own id is joined in when both are written (upsertRowsWithLogs).
+ */
 export function executionLogRow(
   id: string,
   target: EvaluationInput['target'],
-  recordId: string,
   recordRef: string | null,
   evaluation: Evaluation,
   actor: string,
@@ -40,7 +42,6 @@ export function executionLogRow(
   return {
     id,
     target,
-    record_id: recordId,
     record_ref: recordRef,
     score: evaluation.score,
     decision: evaluation.decision,

@@ -1,11 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import type { AppContext, Actor } from '../../context.ts';
-import { withTransaction } from '../../db/knex.ts';
+import { retryOnConflict } from '../../db/knex.ts';
 import { EVENT_TYPES, type EventType } from '../events/service.ts';
 import { lastOccurrence, reportRepeatedRefs } from '../records/batch.ts';
 import { validateRecord, type FieldTable } from '../records/fields.ts';
 import { numericOrNull, SKIPPED_DECISION, SKIPPED_SCORE, withoutNulls, type Action } from '../records/results.ts';
-import { columnsOf, insertRows, upsertRows } from '../records/sql.ts';
+import { columnsOf, upsertRowsWithLogs } from '../records/sql.ts';
 import type { EvaluationInput } from '../rules/definitions.ts';
 import { EXECUTION_LOG_COLUMNS, evaluateInPool, executionLogRow, type Evaluation } from '../rules/engine.ts';
 import { computeAggregates, type AggregateItem } from './aggregates.ts';
@@ -223,17 +223,16 @@ export async function upsertTransactions(
   const order = rows.map((_, position) => position).sort((a, b) => String(rows[a]!.transaction_ref ?? '').localeCompare(String(rows[b]!.transaction_ref ?? '')));
   const columns = { ...columnsOf(kind.fields), ...STORAGE_COLUMNS };
 
-  const outcomes = await withTransaction(app.db, async (trx) => {
-    const sortedOutcomes = await upsertRows(trx, kind.table, 'transaction_ref', columns, order.map((position) => rows[position]!));
-    const byPosition = new Array<{ id: string; inserted: boolean }>(rows.length);
-    order.forEach((position, sortedIndex) => (byPosition[position] = sortedOutcomes[sortedIndex]!));
-    const logs = stored.flatMap((item, position) => {
-      const evaluation = evaluationByIndex.get(item.index);
-      return evaluation ? [executionLogRow(rows[position]!.log_id as string, kind.target, byPosition[position]!.id, item.ref, evaluation, by)] : [];
-    });
-    await insertRows(trx, 'execution_logs', EXECUTION_LOG_COLUMNS, logs);
-    return byPosition;
+  const logs = stored.flatMap((item, position) => {
+    const evaluation = evaluationByIndex.get(item.index);
+    return evaluation ? [executionLogRow(rows[position]!.log_id as string, kind.target, item.ref, evaluation, by)] : [];
   });
+  const sortedRows = order.map((position) => rows[position]!);
+  const sortedOutcomes = await retryOnConflict(() =>
+    upsertRowsWithLogs(app.db, kind.table, 'transaction_ref', columns, sortedRows, EXECUTION_LOG_COLUMNS, logs),
+  );
+  const outcomes = new Array<{ id: string; inserted: boolean }>(rows.length);
+  order.forEach((position, sortedIndex) => (outcomes[position] = sortedOutcomes[sortedIndex]!));
 
   stored.forEach((item, position) => {
     const evaluation = evaluationByIndex.get(item.index);

@@ -230,11 +230,11 @@ interface Option {
   char: string;
   probability: number;
 }
-
 /**
- * For each failing check, tries the model's runner-up characters at one or two positions of the
- * checked text (and the check digit itself), keeping the most probable change that makes every
- * check hold so far; a check no plausible change satisfies stays as read.
+ * For each failing check, tries the model's plausible runner-up characters one position at a time
+ * (the checked text and the check digit itself). A change is made only when exactly one such change
+ * makes every check so far hold: a check digit is one decimal digit, so with several candidates one
+ * of them holds by chance, and two changes at once would be a guess.
  */
 function repair(
   format: MrzFormat,
@@ -247,50 +247,24 @@ function repair(
   for (let index = 0; index < groups.length; index++) {
     const group = groups[index]!;
     if (holds(chars, group)) continue;
+    const earlier = groups.slice(0, index + 1);
     const positions: Array<readonly [number, number]> = [];
     for (const [line, start, end] of group.spans) for (let column = start; column < end; column++) positions.push([line, column]);
     positions.push(group.digit);
-    const singles: Array<{ line: number; column: number; option: Option; cost: number }> = [];
+    const fixes: Correction[] = [];
     for (const [line, column] of positions) {
+      const read = chars[line]![column]!;
       for (const option of alternatives(line, column)) {
-        singles.push({ line, column, option, cost: Math.log(kept[line]![column]!) - Math.log(option.probability) });
+        chars[line]![column] = option.char;
+        if (earlier.every((other) => holds(chars, other))) fixes.push({ line, column, read, corrected: option.char, probability: option.probability });
+        chars[line]![column] = read;
       }
     }
-    singles.sort((a, b) => a.cost - b.cost);
-    const earlier = groups.slice(0, index + 1);
-    const satisfies = (changes: typeof singles): boolean => {
-      const saved = changes.map(({ line, column }) => chars[line]![column]!);
-      for (const { line, column, option } of changes) chars[line]![column] = option.char;
-      const result = earlier.every((other) => holds(chars, other));
-      changes.forEach(({ line, column }, i) => (chars[line]![column] = saved[i]!));
-      return result;
-    };
-    let best: typeof singles | null = null;
-    let bestCost = Infinity;
-    for (const single of singles) {
-      if (single.cost < bestCost && satisfies([single])) {
-        best = [single];
-        bestCost = single.cost;
-      }
-    }
-    const shortlist = singles.slice(0, 12);
-    for (let a = 0; a < shortlist.length; a++) {
-      for (let b = a + 1; b < shortlist.length; b++) {
-        const pair = [shortlist[a]!, shortlist[b]!];
-        if (pair[0]!.line === pair[1]!.line && pair[0]!.column === pair[1]!.column) continue;
-        const cost = pair[0]!.cost + pair[1]!.cost;
-        if (cost < bestCost && satisfies(pair)) {
-          best = pair;
-          bestCost = cost;
-        }
-      }
-    }
-    if (!best) continue;
-    for (const { line, column, option } of best) {
-      corrections.push({ line, column, read: chars[line]![column]!, corrected: option.char, probability: option.probability });
-      chars[line]![column] = option.char;
-      kept[line]![column] = option.probability;
-    }
+    if (fixes.length !== 1) continue;
+    const fix = fixes[0]!;
+    chars[fix.line]![fix.column] = fix.corrected;
+    kept[fix.line]![fix.column] = fix.probability;
+    corrections.push(fix);
   }
   return corrections;
 }

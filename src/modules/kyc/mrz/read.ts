@@ -8,7 +8,7 @@
  */
 import sharp, { type Metadata } from 'sharp';
 import { decode, emptyFields, type Correction, type Decoded, type MrzFields, type MrzFormat } from './decode.ts';
-import { GLYPH_PIXELS, writeGlyphs } from './glyphs.ts';
+import { GLYPH_PIXELS, STRIP_CAP_HEIGHT, writeGlyphs } from './glyphs.ts';
 import type { GrayImage } from './image.ts';
 import { LOCATE_SIDES, locateBands, type Band } from './locate.ts';
 import { classify } from './model.ts';
@@ -19,7 +19,7 @@ export type { MrzFields, MrzFormat, Correction };
 export interface MrzReadOptions {
   /** Refuse images with more pixels than this (decompression bombs); default 40 megapixels. */
   maxPixels?: number;
-  /** Photographs are shrunk to this long side before reading; default 2000. */
+  /** Photographs with a long side over 1.5 times this are shrunk to it before reading; default 2000. */
   maxSide?: number;
 }
 
@@ -125,9 +125,12 @@ async function decodeImage(image: Buffer, maxPixels: number, maxSide: number): P
     throw new MrzImageError('image_too_large', `The image has ${width}x${height} pixels, more than the ${maxPixels} allowed`);
   }
   try {
-    const { data, info } = await sharp(image, { limitInputPixels: maxPixels, failOn: 'truncated' })
-      .rotate()
-      .resize({ width: maxSide, height: maxSide, fit: 'inside', withoutEnlargement: true })
+    // Shrinking costs a pass over every pixel, more than the reader saves on a slightly smaller image;
+    // it pays off for large photographs, where JPEG shrink-on-load makes it nearly free.
+    const shrink = Math.max(width, height) > 1.5 * maxSide;
+    const pipeline = sharp(image, { limitInputPixels: maxPixels, failOn: 'truncated' }).rotate();
+    if (shrink) pipeline.resize({ width: maxSide, height: maxSide, fit: 'inside' });
+    const { data, info } = await pipeline
       .greyscale()
       .raw()
       .toBuffer({ resolveWithObject: true });
@@ -198,9 +201,9 @@ function sameBand(a: Band, b: Band): boolean {
   });
 }
 
-/** OCR-B on documents: the pitch is 0.9 to 1.4 cap heights. */
+/** OCR-B on documents: the pitch is about 0.9 to 1.4 cap heights; a grid outside that has the wrong count. */
 function plausiblePitch(grid: GlyphGrid): boolean {
-  return grid.pitch >= 0.85 * 20 && grid.pitch <= 1.5 * 20;
+  return grid.pitch >= 0.85 * STRIP_CAP_HEIGHT && grid.pitch <= 1.5 * STRIP_CAP_HEIGHT;
 }
 
 function misfit(grids: GlyphGrid[]): number {

@@ -147,41 +147,54 @@ const HALF_GLYPH = 0.31 * STRIP_CAP_HEIGHT;
 
 /**
  * Places `count` characters on a fixed pitch across the ink: first from the ink ends, then by least
- * squares over the blobs that are one glyph each.
+ * squares over the blobs that are one glyph each (blur merges some; those are left out).
  */
 export function fitGrid(line: LineStrip, count: number): GlyphGrid {
   let start = line.left + HALF_GLYPH;
   let pitch = (line.right - line.left - 2 * HALF_GLYPH) / (count - 1);
-  let misfit = 1;
   for (let iteration = 0; iteration < 3; iteration++) {
-    let n = 0;
-    let sk = 0;
-    let sx = 0;
-    let skk = 0;
-    let skx = 0;
-    let residuals = 0;
-    for (const blob of line.blobs) {
-      const width = blob.maxX - blob.minX + 1;
-      if (width > 1.15 * pitch) continue;
-      const x = (blob.minX + blob.maxX) / 2;
-      const k = Math.round((x - start) / pitch);
-      if (k < 0 || k >= count) continue;
-      const residual = x - (start + k * pitch);
-      residuals += Math.abs(residual);
-      if (Math.abs(residual) > 0.35 * pitch) continue;
-      n++;
-      sk += k;
-      sx += x;
-      skk += k * k;
-      skx += k * x;
-    }
-    const seen = line.blobs.length;
-    misfit = seen > 0 ? residuals / seen / pitch : 1;
-    const denominator = n * skk - sk * sk;
-    if (n < 4 || denominator <= 0) break;
-    pitch = (n * skx - sk * sx) / denominator;
-    start = (sx - pitch * sk) / n;
+    const fit = fitOnce(line.blobs, count, start, pitch);
+    if (!fit) break;
+    ({ start, pitch } = fit);
   }
   const centersX = Array.from({ length: count }, (_, index) => start + index * pitch);
-  return { centersX, centersY: centersX.map(() => STRIP_MID_ROW), pitch, misfit };
+  return { centersX, centersY: centersX.map(() => STRIP_MID_ROW), pitch, misfit: misfitOf(line.blobs, count, start, pitch) };
+}
+
+function singleGlyphs(blobs: Blob[], pitch: number): number[] {
+  return blobs.filter((blob) => blob.maxX - blob.minX + 1 <= 1.15 * pitch).map((blob) => (blob.minX + blob.maxX) / 2);
+}
+
+/** Least-squares start and pitch over the glyphs within 0.35 pitch of their grid position. */
+function fitOnce(blobs: Blob[], count: number, start: number, pitch: number): { start: number; pitch: number } | null {
+  let n = 0;
+  let sk = 0;
+  let sx = 0;
+  let skk = 0;
+  let skx = 0;
+  for (const x of singleGlyphs(blobs, pitch)) {
+    const k = Math.round((x - start) / pitch);
+    if (k < 0 || k >= count || Math.abs(x - (start + k * pitch)) > 0.35 * pitch) continue;
+    n++;
+    sk += k;
+    sx += x;
+    skk += k * k;
+    skx += k * x;
+  }
+  const denominator = n * skk - sk * sk;
+  if (n < 4 || denominator <= 0) return null;
+  const fitted = (n * skx - sk * sx) / denominator;
+  return { start: (sx - fitted * sk) / n, pitch: fitted };
+}
+
+/** Mean distance of the single glyphs from their nearest grid position, in pitches; 1 when too few are seen. */
+function misfitOf(blobs: Blob[], count: number, start: number, pitch: number): number {
+  const xs = singleGlyphs(blobs, pitch);
+  if (xs.length < 4) return 1;
+  let total = 0;
+  for (const x of xs) {
+    const k = Math.min(count - 1, Math.max(0, Math.round((x - start) / pitch)));
+    total += Math.abs(x - (start + k * pitch));
+  }
+  return total / xs.length / pitch;
 }
