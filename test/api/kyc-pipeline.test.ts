@@ -9,6 +9,7 @@ import sharp from 'sharp';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { defineTestFlow, openSession, registeredClient, upload, waitFor } from '../helpers/kyc.ts';
 import { dg1, dg2 } from '../helpers/lds.ts';
+import { verifyArtifact } from '../../src/modules/kyc/pipeline.ts';
 
 const UPLOAD = '/api/document/upload_document/';
 const fixtures = path.resolve(import.meta.dirname, '../fixtures/mrz');
@@ -163,4 +164,32 @@ test('liveness_video and recording: stored, checked to be video, always success'
   const final = await app.database.knex('verification_sessions').where({ id: session.session_id }).first();
   t.true(final.succeeded_artifact_types.includes('liveness_video'));
   t.true(final.succeeded_artifact_types.includes('recording'));
+});
+
+test('a verifier that keeps failing: retried while attempts remain, a fail result on the last one', async (t) => {
+  const session = await openSession(app, token, { customer_ref: 'ws-lost-file' });
+  const client = await registeredClient(app.url, session.endpoint_token);
+  t.teardown(() => client.socket.close());
+  // An artifact whose file is gone: inserted directly, so no queued job races this test.
+  const artifactId = crypto.randomUUID();
+  await app.database.knex('verification_artifacts').insert({
+    id: artifactId,
+    session_id: session.session_id,
+    artifact_type: 'passport_mrz_page',
+    content_type: 'image/jpeg',
+    size: 1,
+    sha256: '0'.repeat(64),
+    path: 'artifacts/00/00/missing',
+  });
+  await t.throwsAsync(verifyArtifact(app.context, artifactId, false), undefined, 'an attempt that is not the last throws, so the queue retries');
+  t.is(await app.database.knex('verification_results').where({ artifact_id: artifactId }).first(), undefined);
+  await verifyArtifact(app.context, artifactId, true);
+  const stored = await result(artifactId);
+  t.is(stored.code, 'fail');
+  t.regex(stored.message, /could not be completed/);
+  const message = await waitFor(() => client.messages[0] as { data: { result: { code: string } } } | undefined);
+  t.is(message.data.result.code, 'fail');
+  await verifyArtifact(app.context, artifactId, true);
+  await new Promise((resolve) => setTimeout(resolve, 200));
+  t.is(client.messages.length, 1, 'a repeated job does not emit a second message');
 });

@@ -88,6 +88,21 @@ test('a failing check digit is repaired only with the model’s own runner-up', 
   t.deepEqual(wrong.corrections, []);
 });
 
+test('a check digit two different runner-ups would satisfy is left failing rather than guessed', (t) => {
+  // 'B' for '8' at column 1 breaks the check; putting the true '8' back fixes it, but so would 'A' for
+  // '9' at column 2, which the model also finds plausible.
+  const decoded = decode(probabilitiesFor(SPECIMEN_TD3, { '1:1': { B: 0.55, '8': 0.4 }, '1:2': { '9': 0.6, A: 0.3 } }), 2, 44)!;
+  t.is(decoded.lines[1]!.slice(0, 3), 'LB9');
+  t.false(decoded.valid);
+  t.deepEqual(decoded.corrections, []);
+});
+
+test('letters read after the end of the name become fillers when the model allows it', (t) => {
+  const decoded = decode(probabilitiesFor(SPECIMEN_TD3, { '0:30': { K: 0.6, '<': 0.3 } }), 2, 44)!;
+  t.is(decoded.lines[0], SPECIMEN_TD3[0]);
+  t.is(decoded.fields.first_name, 'ANNA MARIA');
+});
+
 test('an O the model is unsure of in a document number is read as the digit 0, unless the check digit says O', (t) => {
   const zero = decode(probabilitiesFor(SPECIMEN_TD3, { '1:5': { O: 0.6, '0': 0.3 } }), 2, 44)!;
   t.is(zero.lines[1]!.slice(0, 9), 'L898902C3');

@@ -150,6 +150,7 @@ export function decode(probabilities: Float32Array, lineCount: number, length: n
       if (allowed.includes(bestOf(probabilities, rowOf(line, column), ALPHABET).char)) conforming++;
     }
   }
+  clearNameTail(format, chars, kept, probabilities, rowOf);
   const corrections = repair(format, chars, kept, (line, column) => {
     const allowed = ALLOWED[layout[line]![column]!]!;
     const row = rowOf(line, column);
@@ -179,6 +180,40 @@ const DOCUMENT_NUMBER: Record<MrzFormat, Span> = {
   MRVB: [1, 0, 9],
   TD1: [0, 5, 14],
 };
+
+/** Where the holder's name is. */
+const NAME: Record<MrzFormat, Span> = {
+  TD3: [0, 5, 44],
+  MRVA: [0, 5, 44],
+  TD2: [0, 5, 36],
+  MRVB: [0, 5, 36],
+  TD1: [2, 0, 30],
+};
+
+/**
+ * Name components are separated by one filler, surname from given names by two, so three fillers in
+ * a row end the name and only fillers may follow. A letter read out there (a speck, a guilloche line)
+ * becomes the filler when the model gives the filler a fair chance.
+ */
+function clearNameTail(
+  format: MrzFormat,
+  chars: string[][],
+  kept: number[][],
+  probabilities: Float32Array,
+  rowOf: (line: number, column: number) => number,
+): void {
+  const [line, start, end] = NAME[format];
+  const text = chars[line]!.slice(start, end).join('');
+  const tail = text.indexOf('<<<');
+  if (tail < 0) return;
+  for (let column = start + tail + 3; column < end; column++) {
+    if (chars[line]![column] === '<') continue;
+    const filler = probabilities[rowOf(line, column) + ALPHABET.indexOf('<')]!;
+    if (filler < REPAIR_FLOOR) continue;
+    chars[line]![column] = '<';
+    kept[line]![column] = filler;
+  }
+}
 
 /** Below this the model is taken to have ruled a zero out. */
 const ZERO_FLOOR = 0.1;
