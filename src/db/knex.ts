@@ -32,7 +32,3 @@ export async function retryOnConflict<T>(work: () => Promise<T>): Promise<T> {
     }
   }
 }
-
-export function withTransaction<T>(db: Knex, work: (trx: Knex.Transaction) => Promise<T>): Promise<T> {
-  return retryOnConflict(() => db.transaction(work));
-}

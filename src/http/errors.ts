@@ -31,21 +31,9 @@ export class ForbiddenError extends HttpError {
   }
 }
 
-export class NotFoundError extends HttpError {
-  constructor(message = 'Not found.', reason = 'not_found') {
-    super(404, message, reason);
-  }
-}
-
 export class MethodNotAllowedError extends HttpError {
   constructor(allowed: string[]) {
     super(405, `Method not allowed. Allowed: ${allowed.join(', ')}.`, 'method_not_allowed');
-  }
-}
-
-export class ConflictError extends HttpError {
-  constructor(message: string, reason = 'conflict') {
-    super(409, message, reason);
   }
 }
 
