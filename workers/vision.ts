@@ -4,9 +4,12 @@
  * Image errors come back as values: a bad image is a fail result, never a crashed worker.
  */
 import sharp from 'sharp';
+import { warmUp } from '../src/modules/kyc/mrz/model.ts';
 import { MrzImageError, readMrz, type MrzReadResult } from '../src/modules/kyc/mrz/read.ts';
 
 sharp.concurrency(1);
+// Load the ONNX session and compile the pipeline before the first real image arrives.
+await warmUp();
 
 export interface MrzTask {
   type: 'mrz';

@@ -47,6 +47,7 @@ test('sharp-made variants of a photographed passport: rotated, blurred, shrunk, 
     'rotated -9 degrees': await sharp(source).rotate(-9, { background: '#d0d0d0' }).jpeg().toBuffer(),
     'gaussian blur 1.3': await sharp(source).blur(1.3).jpeg({ quality: 60 }).toBuffer(),
     'shrunk to 65 %': await sharp(source).resize(Math.round(width * 0.65)).jpeg().toBuffer(),
+    'a 4000 px photograph (read at a quarter)': await sharp(source).resize(4000).jpeg().toBuffer(),
     'stored sideways with EXIF orientation 6': await sharp(source).rotate(-90).withMetadata({ orientation: 6 }).jpeg().toBuffer(),
     'upside down': await sharp(source).rotate(180).png().toBuffer(),
   };

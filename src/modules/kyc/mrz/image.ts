@@ -13,57 +13,6 @@ export function createGray(width: number, height: number): GrayImage {
   return { width, height, data: new Uint8Array(width * height) };
 }
 
-/** Area-average downscale by a real factor (>= 1), so thin strokes are not dropped as point sampling would. */
-export function downscale(image: GrayImage, factor: number): GrayImage {
-  if (factor <= 1) return image;
-  const width = Math.max(1, Math.floor(image.width / factor));
-  const height = Math.max(1, Math.floor(image.height / factor));
-  const columns = areaTaps(image.width, width, factor);
-  const rows = areaTaps(image.height, height, factor);
-  const horizontal = new Float32Array(width * image.height);
-  for (let y = 0; y < image.height; y++) {
-    const rowIn = y * image.width;
-    const rowOut = y * width;
-    for (let x = 0; x < width; x++) {
-      let sum = 0;
-      for (let tap = columns.offsets[x]!, end = columns.offsets[x + 1]!; tap < end; tap++) {
-        sum += columns.weights[tap]! * image.data[rowIn + columns.sources[tap]!]!;
-      }
-      horizontal[rowOut + x] = sum;
-    }
-  }
-  const out = createGray(width, height);
-  const accumulator = new Float32Array(width);
-  for (let y = 0; y < height; y++) {
-    accumulator.fill(0);
-    for (let tap = rows.offsets[y]!, end = rows.offsets[y + 1]!; tap < end; tap++) {
-      const weight = rows.weights[tap]!;
-      const rowIn = rows.sources[tap]! * width;
-      for (let x = 0; x < width; x++) accumulator[x]! += weight * horizontal[rowIn + x]!;
-    }
-    const rowOut = y * width;
-    for (let x = 0; x < width; x++) out.data[rowOut + x] = Math.round(accumulator[x]!);
-  }
-  return out;
-}
-
-/** For each output pixel, the source pixels it covers and their normalized overlap weights. */
-function areaTaps(sourceLength: number, length: number, factor: number): { offsets: Int32Array; sources: Int32Array; weights: Float32Array } {
-  const offsets = new Int32Array(length + 1);
-  const sources: number[] = [];
-  const weights: number[] = [];
-  for (let index = 0; index < length; index++) {
-    const start = index * factor;
-    const end = start + factor;
-    for (let source = Math.floor(start); source < end && source < sourceLength; source++) {
-      sources.push(source);
-      weights.push((Math.min(source + 1, end) - Math.max(source, start)) / factor);
-    }
-    offsets[index + 1] = sources.length;
-  }
-  return { offsets, sources: Int32Array.from(sources), weights: Float32Array.from(weights) };
-}
-
 /** Bilinear sample with edge clamping. */
 export function sample(image: GrayImage, x: number, y: number): number {
   const maxX = image.width - 1;
@@ -183,18 +132,32 @@ export function darkMask(image: GrayImage, window: number, ratio: number, minCon
   }
   const half = Math.max(1, Math.floor(window / 2));
   const mask = new Uint8Array(width * height);
+  // Columns whose window lies wholly inside the image take the branch-free loop.
+  const innerStart = Math.min(width, half + 1);
+  const innerEnd = Math.max(innerStart, width - half - 1);
   for (let y = 0; y < height; y++) {
     const top = Math.max(0, y - half) * stride;
     const bottom = Math.min(height, y + half + 1) * stride;
     const rows = (bottom - top) / stride;
-    for (let x = 0; x < width; x++) {
-      const x0 = x > half ? x - half : 0;
-      const x1 = x + half + 1 < width ? x + half + 1 : width;
+    const row = y * width;
+    const test = (x: number, x0: number, x1: number) => {
       const area = (x1 - x0) * rows;
       const sum = integral[bottom + x1]! - integral[top + x1]! - integral[bottom + x0]! + integral[top + x0]!;
-      const scaled = data[y * width + x]! * area;
-      if (scaled < sum * ratio && sum - scaled > minContrast * area) mask[y * width + x] = 1;
+      const scaled = data[row + x]! * area;
+      if (scaled < sum * ratio && sum - scaled > minContrast * area) mask[row + x] = 1;
+    };
+    for (let x = 0; x < innerStart; x++) test(x, Math.max(0, x - half), Math.min(width, x + half + 1));
+    const area = (2 * half + 1) * rows;
+    const darkBelow = ratio;
+    const contrast = minContrast * area;
+    for (let x = innerStart; x < innerEnd; x++) {
+      const x0 = x - half;
+      const x1 = x + half + 1;
+      const sum = integral[bottom + x1]! - integral[top + x1]! - integral[bottom + x0]! + integral[top + x0]!;
+      const scaled = data[row + x]! * area;
+      if (scaled < sum * darkBelow && sum - scaled > contrast) mask[row + x] = 1;
     }
+    for (let x = innerEnd; x < width; x++) test(x, Math.max(0, x - half), Math.min(width, x + half + 1));
   }
   return mask;
 }

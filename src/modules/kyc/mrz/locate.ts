@@ -5,7 +5,7 @@
  * and little else on a document does. Works on a scaled-down copy; results are in the coordinates of
  * the image passed in.
  */
-import { components, darkMask, downscale, type GrayImage } from './image.ts';
+import { components, darkMask, type GrayImage } from './image.ts';
 
 const MAX_CANDIDATES = 8;
 
@@ -30,6 +30,8 @@ export interface Band {
 }
 
 interface Glyph {
+  /** The connected component it comes from (a wide one yields several glyphs). */
+  component: number;
   minX: number;
   maxX: number;
   minY: number;
@@ -45,12 +47,12 @@ interface Glyph {
  */
 export const LOCATE_SIDES = [800, 1600] as const;
 
-export function locateBands(image: GrayImage, longSide: number = LOCATE_SIDES[0]): Band[] {
-  const factor = Math.max(1, Math.max(image.width, image.height) / longSide);
-  const small = downscale(image, factor);
-  const side = Math.max(small.width, small.height);
-  const mask = darkMask(small, Math.max(15, Math.round(side / 30)), 0.88, 12);
-  const glyphs = findGlyphs(mask, small.width, small.height, side);
+/** `scaled` is `image` shrunk (by the caller, who has a faster resampler) to one of LOCATE_SIDES. */
+export function locateBands(image: GrayImage, scaled: GrayImage): Band[] {
+  const factor = image.width / scaled.width;
+  const side = Math.max(scaled.width, scaled.height);
+  const mask = darkMask(scaled, Math.max(15, Math.round(side / 30)), 0.88, 12);
+  const glyphs = findGlyphs(mask, scaled.width, scaled.height, side);
   const lines = chainLines(glyphs).map((line) => scaleLine(line, factor));
   return groupBands(lines);
 }
@@ -64,14 +66,16 @@ function findGlyphs(mask: Uint8Array, width: number, height: number, longSide: n
     const w = found.maxX[id]! - minX + 1;
     const h = found.maxY[id]! - found.minY[id]! + 1;
     const area = found.area[id]!;
-    if (h < 5 || h > maxHeight || area < 8 || area < 0.1 * w * h || w > 12 * h) continue;
-    if (w > 5 * h && area < 0.2 * w * h) continue;
-    // Blur merges neighbouring glyphs (runs of '<' first); a wide blob stands in for as many glyphs as fit.
-    const pieces = w > 1.6 * h ? Math.round(w / (0.9 * h)) : 1;
+    if (h < 4 || h > maxHeight || area < 6 || area < 0.1 * w * h) continue;
+    // Blur merges neighbouring glyphs (runs of '<' first, whole lines of small print at worst); a wide
+    // blob stands in for as many glyphs as fit, provided it is as solid as merged print is.
+    if (w > 5 * h && area < 0.3 * w * h) continue;
+    const pieces = w > 1.6 * h ? Math.min(60, Math.round(w / (0.9 * h))) : 1;
     for (let piece = 0; piece < pieces; piece++) {
       const left = minX + (piece * w) / pieces;
       const right = minX + ((piece + 1) * w) / pieces - 1;
       glyphs.push({
+        component: id,
         minX: left,
         maxX: right,
         minY: found.minY[id]!,
@@ -85,7 +89,19 @@ function findGlyphs(mask: Uint8Array, width: number, height: number, longSide: n
   return glyphs.sort((a, b) => a.minX - b.minX);
 }
 
-/** Links each glyph to its nearest right neighbour of similar height on about the same row. */
+/** Largest gap between linked glyphs, in glyph heights: one glyph too faint to be seen, in blurred print. */
+const MAX_GAP = 2;
+/** An MRZ line has 30 to 44 glyphs; allowing for some lost to blur, shorter chains are other text. */
+const MIN_LINE_GLYPHS = 18;
+/** Fewer separate blobs than this is a stripe or an edge, not print, however many glyphs it spans. */
+const MIN_LINE_COMPONENTS = 8;
+/** OCR-B's '<' is 0.86 of a capital; blur shrinks small glyphs' cores further. */
+const MAX_HEIGHT_RATIO = 2.2;
+
+/**
+ * Links each glyph to its nearest right neighbour of similar height on about the same row, so text
+ * lines come out as connected groups.
+ */
 function chainLines(glyphs: Glyph[]): TextLine[] {
   const parent = glyphs.map((_, index) => index);
   const find = (index: number): number => {
@@ -101,17 +117,15 @@ function chainLines(glyphs: Glyph[]): TextLine[] {
     let bestGap = Infinity;
     for (let b = a + 1; b < glyphs.length; b++) {
       const right = glyphs[b]!;
+      const gap = right.minX - left.maxX;
+      if (gap > MAX_GAP * MAX_HEIGHT_RATIO * left.height) break;
       const tallest = Math.max(left.height, right.height);
-      if (right.minX - left.maxX > 1.2 * tallest) break;
-      if (right.cx <= left.cx) continue;
-      if (tallest > 2.2 * Math.min(left.height, right.height)) continue;
+      if (gap > MAX_GAP * tallest || gap >= bestGap || right.cx <= left.cx) continue;
+      if (tallest > MAX_HEIGHT_RATIO * Math.min(left.height, right.height)) continue;
       const dx = right.cx - left.cx;
       if (Math.abs(right.cy - left.cy) > 0.36 * dx + 0.2 * tallest) continue;
-      const gap = right.minX - left.maxX;
-      if (gap < bestGap) {
-        bestGap = gap;
-        best = b;
-      }
+      best = b;
+      bestGap = gap;
     }
     if (best >= 0) parent[find(best)] = find(a);
   }
@@ -124,15 +138,21 @@ function chainLines(glyphs: Glyph[]): TextLine[] {
   }
   const lines: TextLine[] = [];
   for (const members of groups.values()) {
-    if (members.length < 10) continue;
+    if (members.length < MIN_LINE_GLYPHS || new Set(members.map((glyph) => glyph.component)).size < MIN_LINE_COMPONENTS) continue;
     const line = fitLine(members);
     if (line && line.halfLength * 2 >= 16 * line.capHeight) lines.push(line);
   }
   return lines;
 }
 
-/** Principal axis through the glyph centres; cap height from the taller glyphs (digits and capitals). */
-function fitLine(members: Glyph[]): TextLine | null {
+interface Axis {
+  meanX: number;
+  meanY: number;
+  ux: number;
+  uy: number;
+}
+
+function principalAxis(members: Glyph[]): Axis {
   let meanX = 0;
   let meanY = 0;
   for (const glyph of members) {
@@ -152,9 +172,30 @@ function fitLine(members: Glyph[]): TextLine | null {
     syy += dy * dy;
   }
   const angle = 0.5 * Math.atan2(2 * sxy, sxx - syy);
-  const ux = Math.cos(angle);
-  const uy = Math.sin(angle);
-  if (Math.abs(angle) > (25 * Math.PI) / 180) return null;
+  return { meanX, meanY, ux: Math.cos(angle), uy: Math.sin(angle) };
+}
+
+const offsetFrom = (axis: Axis, glyph: Glyph) => Math.abs(-(glyph.cx - axis.meanX) * axis.uy + (glyph.cy - axis.meanY) * axis.ux);
+
+/**
+ * Principal axis through the glyph centres, refitted without the glyphs far off it (a photograph
+ * or a printed field next to the MRZ can get chained to its end); cap height from the taller glyphs
+ * (digits and capitals).
+ */
+function fitLine(chained: Glyph[]): TextLine | null {
+  let members = chained;
+  let axis = principalAxis(members);
+  for (let round = 0; round < 3; round++) {
+    const offsets = members.map((glyph) => offsetFrom(axis, glyph));
+    const median = [...offsets].sort((a, b) => a - b)[Math.floor(offsets.length / 2)]!;
+    const limit = Math.max(2 * median, 0.15 * medianHeight(members));
+    const kept = members.filter((_, index) => offsets[index]! <= limit);
+    if (kept.length === members.length || kept.length < MIN_LINE_GLYPHS) break;
+    members = kept;
+    axis = principalAxis(members);
+  }
+  const { meanX, meanY, ux, uy } = axis;
+  if (Math.abs(Math.atan2(uy, ux)) > (25 * Math.PI) / 180) return null;
   let minS = Infinity;
   let maxS = -Infinity;
   let offsetSum = 0;
@@ -163,7 +204,7 @@ function fitLine(members: Glyph[]): TextLine | null {
     const s = (glyph.cx - meanX) * ux + (glyph.cy - meanY) * uy;
     minS = Math.min(minS, s - halfWidth);
     maxS = Math.max(maxS, s + halfWidth);
-    offsetSum += Math.abs(-(glyph.cx - meanX) * uy + (glyph.cy - meanY) * ux);
+    offsetSum += offsetFrom(axis, glyph);
   }
   const heights = members.map((glyph) => glyph.height).sort((a, b) => a - b);
   const tall = heights[Math.floor(heights.length * 0.75)]!;
@@ -180,6 +221,10 @@ function fitLine(members: Glyph[]): TextLine | null {
     capHeight,
     glyphs: members.length,
   };
+}
+
+function medianHeight(members: Glyph[]): number {
+  return members.map((glyph) => glyph.height).sort((a, b) => a - b)[Math.floor(members.length / 2)]!;
 }
 
 function scaleLine(line: TextLine, factor: number): TextLine {
@@ -209,6 +254,23 @@ function follows(upper: TextLine, lower: TextLine): number | null {
   return across / cap;
 }
 
+/**
+ * The lines of an MRZ start and end together; a line whose end was lost (trimmed with a photograph it
+ * touched, or too faint) gets the extent of the others. The strip is cut from it, and its own ink
+ * decides where the characters are.
+ */
+function sharedExtent(lines: TextLine[]): TextLine[] {
+  const reference = lines[0]!;
+  const along = (line: TextLine, sign: number) =>
+    (line.centerX - reference.centerX) * reference.ux + (line.centerY - reference.centerY) * reference.uy + sign * line.halfLength;
+  const start = Math.min(...lines.map((line) => along(line, -1)));
+  const end = Math.max(...lines.map((line) => along(line, 1)));
+  return lines.map((line) => {
+    const shift = (start + end) / 2 - (along(line, -1) + along(line, 1)) / 2;
+    return { ...line, centerX: line.centerX + shift * line.ux, centerY: line.centerY + shift * line.uy, halfLength: (end - start) / 2 };
+  });
+}
+
 function groupBands(lines: TextLine[]): Band[] {
   const bands: Band[] = [];
   const lengthScore = (members: TextLine[]) => members.reduce((sum, line) => sum + (2 * line.halfLength) / line.capHeight, 0);
@@ -217,12 +279,12 @@ function groupBands(lines: TextLine[]): Band[] {
       if (middle === upper) continue;
       const spacing = follows(upper, middle);
       if (spacing === null) continue;
-      bands.push({ lines: [upper, middle], score: lengthScore([upper, middle]) });
+      bands.push({ lines: sharedExtent([upper, middle]), score: lengthScore([upper, middle]) });
       for (const lower of lines) {
         if (lower === upper || lower === middle) continue;
         const next = follows(middle, lower);
         if (next === null || Math.abs(next - spacing) > 0.3 * spacing) continue;
-        bands.push({ lines: [upper, middle, lower], score: lengthScore([upper, middle, lower]) });
+        bands.push({ lines: sharedExtent([upper, middle, lower]), score: lengthScore([upper, middle, lower]) });
       }
     }
   }
