@@ -8,8 +8,10 @@ import { warmUp } from '../src/modules/kyc/mrz/model.ts';
 import { MrzImageError, readMrz, type MrzReadResult } from '../src/modules/kyc/mrz/read.ts';
 
 sharp.concurrency(1);
-// Load the ONNX session and compile the pipeline before the first real image arrives.
-await warmUp();
+// Load the ONNX session in the background when the worker starts. Not awaited: a top-level await
+// in a worker entry breaks tsx's module loading in worker threads on Node 20. A failure here shows
+// again, as a fail result, on the first image.
+void warmUp().catch(() => {});
 
 export interface MrzTask {
   type: 'mrz';
