@@ -23,6 +23,7 @@ import {
   writeGlyphs,
 } from '../../src/modules/kyc/mrz/glyphs.ts';
 import { rectify, type GrayImage } from '../../src/modules/kyc/mrz/image.ts';
+import { random as seededRandom } from '../../bench/random.ts';
 
 const FONT_DIR = '/usr/share/fonts/opentype/ocr-b';
 /** The plain and the sharp-cornered cuts; the others in the package are outline, inverted or oblique. */
@@ -31,17 +32,8 @@ const LINE_LENGTH = 18;
 
 export type Random = () => number;
 
-/** mulberry32: small, seedable, good enough for augmentation. */
-export function seededRandom(seed: number): Random {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** The project's one seeded PRNG (mulberry32), shared with the benchmarks. */
+export { seededRandom };
 
 const uniform = (random: Random, low: number, high: number): number => low + (high - low) * random();
 const pick = <T>(random: Random, items: readonly T[]): T => items[Math.floor(random() * items.length)]!;
