@@ -193,3 +193,30 @@ test('a verifier that keeps failing: retried while attempts remain, a fail resul
   await new Promise((resolve) => setTimeout(resolve, 200));
   t.is(client.messages.length, 1, 'a repeated job does not emit a second message');
 });
+
+test('an expired document fails with its expiry date, and its MRZ data is still kept', async (t) => {
+  const fixture = expected['td3-flat.jpg']!;
+  const session = await openSession(app, token, { customer_ref: 'ws-expired' });
+  const bytes = await fs.readFile(path.join(fixtures, 'td3-flat.jpg'));
+  const key = await app.context.files.putBuffer(bytes);
+  // Inserted without a job, then verified as of a day after the document's expiry.
+  const artifactId = crypto.randomUUID();
+  await app.database.knex('verification_artifacts').insert({
+    id: artifactId,
+    session_id: session.session_id,
+    artifact_type: 'passport_mrz_page',
+    content_type: 'image/jpeg',
+    size: bytes.length,
+    sha256: key.split('/').at(-1),
+    path: key,
+  });
+  const dayAfter = new Date(Date.parse(`${fixture.fields.expiry_date}T00:00:00Z`) + 86_400_000);
+  await verifyArtifact(app.context, artifactId, false, dayAfter);
+  const stored = await result(artifactId);
+  t.is(stored.code, 'fail');
+  t.is(stored.message, `The document expired on ${fixture.fields.expiry_date}.`);
+  t.is(stored.data.document_number, fixture.fields.document_number);
+  const row = await app.database.knex('verification_sessions').where({ id: session.session_id }).first();
+  t.false(row.succeeded_artifact_types.includes('passport_mrz_page'));
+  t.deepEqual(row.mrz_data.lines, fixture.lines);
+});

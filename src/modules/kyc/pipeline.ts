@@ -31,7 +31,7 @@ async function customerOf(app: AppContext, session: SessionRow): Promise<Record<
   return app.db('customers').where({ customer_ref: session.customer_ref }).first();
 }
 
-async function verifyMrz(app: AppContext, artifact: ArtifactRow, session: SessionRow): Promise<Outcome> {
+async function verifyMrz(app: AppContext, artifact: ArtifactRow, session: SessionRow, today: string): Promise<Outcome> {
   const image = await app.files.read(artifact.path);
   const bytes = new Uint8Array(image.buffer, image.byteOffset, image.byteLength);
   const outcome = (await app.pools.vision.run({ type: 'mrz', image: bytes }, { transferList: [bytes.buffer as ArrayBuffer] })) as VisionOutcome<MrzReadResult>;
@@ -45,7 +45,6 @@ async function verifyMrz(app: AppContext, artifact: ArtifactRow, session: Sessio
   if (!read.valid) {
     return { code: 'fail', message: `The MRZ check digits do not hold (${read.invalid_fields.join(', ') || 'composite'}).`, data, details };
   }
-  const today = new Date().toISOString().slice(0, 10);
   if (read.fields.expiry_date && read.fields.expiry_date < today) {
     return { code: 'fail', message: `The document expired on ${read.fields.expiry_date}.`, data, details, mrzData: { ...fields, format: read.format, lines: read.lines } };
   }
@@ -92,11 +91,11 @@ async function verifyNfc(app: AppContext, artifact: ArtifactRow, session: Sessio
   };
 }
 
-async function verify(app: AppContext, artifact: ArtifactRow, session: SessionRow): Promise<Outcome> {
+async function verify(app: AppContext, artifact: ArtifactRow, session: SessionRow, today: string): Promise<Outcome> {
   switch (artifact.artifact_type) {
     case 'doc_mrz':
     case 'passport_mrz_page':
-      return verifyMrz(app, artifact, session);
+      return verifyMrz(app, artifact, session, today);
     case 'nfc_raw':
       return verifyNfc(app, artifact, session);
     case 'liveness_video':
@@ -113,8 +112,9 @@ async function verify(app: AppContext, artifact: ArtifactRow, session: SessionRo
  * The verify-artifact job: runs the verifier, stores exactly one result per artifact together
  * with the session's progress, and then emits it. A retried job whose result is already stored
  * does nothing; on the last attempt a failing verifier becomes a fail result instead of a lost job.
+ * `now` decides whether a document has expired.
  */
-export async function verifyArtifact(app: AppContext, artifactId: string, finalAttempt: boolean): Promise<void> {
+export async function verifyArtifact(app: AppContext, artifactId: string, finalAttempt: boolean, now = new Date()): Promise<void> {
   const artifact = (await app.db('verification_artifacts').where({ id: artifactId }).first()) as ArtifactRow | undefined;
   if (!artifact) return;
   if (await app.db('verification_results').where({ artifact_id: artifactId }).first()) return;
@@ -123,7 +123,7 @@ export async function verifyArtifact(app: AppContext, artifactId: string, finalA
 
   let outcome: Outcome;
   try {
-    outcome = await verify(app, artifact, session);
+    outcome = await verify(app, artifact, session, now.toISOString().slice(0, 10));
   } catch (error) {
     if (!finalAttempt) throw error;
     app.logger.error({ err: error, artifactId }, 'verification failed on its last attempt');
