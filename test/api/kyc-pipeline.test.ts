@@ -31,6 +31,13 @@ async function result(artifactId: string) {
   return waitFor(async () => (await app.database.knex('verification_results').where({ artifact_id: artifactId }).first()) ?? undefined, 60_000);
 }
 
+/** An artifact row written directly, without a queued job, so a test can run the verifier itself. */
+async function unqueuedArtifact(sessionId: string, file: { path: string; size: number; sha256: string }): Promise<string> {
+  const id = crypto.randomUUID();
+  await app.database.knex('verification_artifacts').insert({ id, session_id: sessionId, artifact_type: 'passport_mrz_page', content_type: 'image/jpeg', ...file });
+  return id;
+}
+
 async function customer(ref: string, fields: Record<string, unknown>) {
   await app.request('POST', '/api/customer/upsert/', { token, json: { customer_ref: ref, migration: true, ...fields } });
 }
@@ -170,17 +177,8 @@ test('a verifier that keeps failing: retried while attempts remain, a fail resul
   const session = await openSession(app, token, { customer_ref: 'ws-lost-file' });
   const client = await registeredClient(app.url, session.endpoint_token);
   t.teardown(() => client.socket.close());
-  // An artifact whose file is gone: inserted directly, so no queued job races this test.
-  const artifactId = crypto.randomUUID();
-  await app.database.knex('verification_artifacts').insert({
-    id: artifactId,
-    session_id: session.session_id,
-    artifact_type: 'passport_mrz_page',
-    content_type: 'image/jpeg',
-    size: 1,
-    sha256: '0'.repeat(64),
-    path: 'artifacts/00/00/missing',
-  });
+  // An artifact whose file is gone.
+  const artifactId = await unqueuedArtifact(session.session_id, { size: 1, sha256: '0'.repeat(64), path: 'artifacts/00/00/missing' });
   await t.throwsAsync(verifyArtifact(app.context, artifactId, false), undefined, 'an attempt that is not the last throws, so the queue retries');
   t.is(await app.database.knex('verification_results').where({ artifact_id: artifactId }).first(), undefined);
   await verifyArtifact(app.context, artifactId, true);
@@ -199,17 +197,8 @@ test('an expired document fails with its expiry date, and its MRZ data is still 
   const session = await openSession(app, token, { customer_ref: 'ws-expired' });
   const bytes = await fs.readFile(path.join(fixtures, 'td3-flat.jpg'));
   const key = await app.context.files.putBuffer(bytes);
-  // Inserted without a job, then verified as of a day after the document's expiry.
-  const artifactId = crypto.randomUUID();
-  await app.database.knex('verification_artifacts').insert({
-    id: artifactId,
-    session_id: session.session_id,
-    artifact_type: 'passport_mrz_page',
-    content_type: 'image/jpeg',
-    size: bytes.length,
-    sha256: key.split('/').at(-1),
-    path: key,
-  });
+  // Verified as of a day after the document's expiry.
+  const artifactId = await unqueuedArtifact(session.session_id, { size: bytes.length, sha256: key.split('/').at(-1)!, path: key });
   const dayAfter = new Date(Date.parse(`${fixture.fields.expiry_date}T00:00:00Z`) + 86_400_000);
   await verifyArtifact(app.context, artifactId, false, dayAfter);
   const stored = await result(artifactId);

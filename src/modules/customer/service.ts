@@ -130,15 +130,10 @@ export async function upsertCustomers(app: AppContext, inputs: Record<string, un
       updated_by: by,
     };
   });
-  // Key order: concurrent batches sharing refs lock their rows in the same order.
-  const order = rows.map((_, position) => position).sort((a, b) => stored[a]!.ref.localeCompare(stored[b]!.ref));
   const columns = { ...columnsOf(customerFields), ...STORAGE_COLUMNS };
 
   const logs = stored.map((item, position) => executionLogRow(rows[position]!.log_id, 'customer', item.ref, evaluations[position]!, by));
-  const sortedRows = order.map((position) => rows[position]!);
-  const sorted = await retryOnConflict(() => upsertRowsWithLogs(app.db, 'customers', 'customer_ref', columns, sortedRows, EXECUTION_LOG_COLUMNS, logs));
-  const outcomes = new Array<{ id: string; inserted: boolean }>(rows.length);
-  order.forEach((position, sortedIndex) => (outcomes[position] = sorted[sortedIndex]!));
+  const outcomes = await retryOnConflict(() => upsertRowsWithLogs(app.db, 'customers', 'customer_ref', columns, rows, EXECUTION_LOG_COLUMNS, logs));
 
   stored.forEach((item, position) => {
     const row = rows[position]!;

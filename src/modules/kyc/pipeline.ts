@@ -23,6 +23,8 @@ interface Outcome {
   data: Record<string, unknown> | null;
   details: Record<string, unknown>;
   mrzData?: Record<string, unknown>;
+  /** An artifact the verifier derived (the NFC portrait), stored with the result. */
+  derivedArtifact?: Record<string, unknown>;
 }
 
 const MRZ_MESSAGE_FIELDS = ['first_name', 'last_name', 'document_number', 'birth_date', 'expiry_date', 'nationality', 'sex', 'issuing_country', 'document_type'] as const;
@@ -63,31 +65,32 @@ async function verifyNfc(app: AppContext, artifact: ArtifactRow, session: Sessio
   }
   const parsed = parseMrz(chip.dg1.lines);
   const details: Record<string, unknown> = { dg1_lines: chip.dg1.lines, dg1_valid: parsed.valid, data_groups: chip.dataGroups };
+  let derivedArtifact: Record<string, unknown> | undefined;
   if (chip.portrait) {
     // Kept as an artifact of its own, the preferred reference for face matching.
-    const portraitId = randomUUID();
     const key = await app.files.putBuffer(chip.portrait.image);
-    await app.db('verification_artifacts').insert({
-      id: portraitId,
+    derivedArtifact = {
+      id: randomUUID(),
       session_id: session.id,
       artifact_type: 'nfc_portrait',
       content_type: chip.portrait.format === 'jpeg' ? 'image/jpeg' : 'image/jp2',
       size: chip.portrait.image.length,
       sha256: key.split('/').at(-1),
       path: key,
-    });
-    details.portrait_artifact_id = portraitId;
+    };
+    details.portrait_artifact_id = derivedArtifact.id;
   }
-  if (!parsed.valid) return { code: 'fail', message: 'The chip MRZ (DG1) check digits do not hold.', data: null, details };
+  if (!parsed.valid) return { code: 'fail', message: 'The chip MRZ (DG1) check digits do not hold.', data: null, details, derivedArtifact };
   const readLines = session.mrz_data?.lines as string[] | undefined;
   if (readLines && readLines.join('\n') !== chip.dg1.lines.join('\n')) {
-    return { code: 'fail', message: 'The chip MRZ (DG1) differs from the MRZ read from the document.', data: null, details: { ...details, document_lines: readLines } };
+    return { code: 'fail', message: 'The chip MRZ (DG1) differs from the MRZ read from the document.', data: null, details: { ...details, document_lines: readLines }, derivedArtifact };
   }
   return {
     code: 'success',
     message: readLines ? 'The chip data was read and matches the document MRZ.' : 'The chip data was read; no document MRZ has been read to compare yet.',
     data: null,
     details,
+    derivedArtifact,
   };
 }
 
@@ -148,6 +151,7 @@ export async function verifyArtifact(app: AppContext, artifactId: string, finalA
       .ignore()
       .returning('id');
     if (inserted.length === 0) return false;
+    if (outcome.derivedArtifact) await trx('verification_artifacts').insert(outcome.derivedArtifact);
     if (outcome.code === 'success') {
       await trx.raw(
         `update verification_sessions set pending_artifact_types = array_remove(pending_artifact_types, :type),

@@ -2,10 +2,9 @@ import { randomUUID } from 'node:crypto';
 import { fileTypeFromBuffer } from 'file-type';
 import type { AppContext } from '../../context.ts';
 import { isArtifactType, type ArtifactType } from './constants.ts';
-import { KycError } from './errors.ts';
+import { KycError, verifyKycToken } from './errors.ts';
 import { discard, type ReceivedUpload } from './multipart.ts';
 import { findSession } from './sessions.ts';
-import { verifyKycToken } from './errors.ts';
 
 /** Artifact types verified by the pipeline in this version; their result moves them to succeeded. */
 export const VERIFIED_TYPES: ReadonlySet<ArtifactType> = new Set(['doc_mrz', 'passport_mrz_page', 'nfc_raw', 'liveness_video', 'recording']);

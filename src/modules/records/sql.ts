@@ -35,7 +35,9 @@ function identifier(name: string): string {
  * data-modifying CTE, and the logs join it on log_id to learn each record's stored id. One
  * statement is atomic by itself, so the batch needs no BEGIN/COMMIT round trips: either every
  * row of both tables is written or none is. Rows must carry `log_id`; logs carry `id` = that
- * log_id and every log column but `record_id`.
+ * log_id and every log column but `record_id`. Rows are written in key order, so concurrent
+ * batches sharing keys lock them in the same order and cannot deadlock; results come back in
+ * the order given.
  */
 export async function upsertRowsWithLogs(
   db: Knex,
@@ -48,6 +50,9 @@ export async function upsertRowsWithLogs(
   keep: string[] = ['id', 'created_by'],
 ): Promise<Array<{ id: string; inserted: boolean }>> {
   if (rows.length === 0) return [];
+  // Rows without a conflict key (non-financial events sent without a ref) are always new: known by the id made for them.
+  const keyOf = (row: Record<string, unknown>) => String(row[conflictColumn] ?? row.id);
+  const inKeyOrder = [...rows].sort((a, b) => (keyOf(a) < keyOf(b) ? -1 : keyOf(a) > keyOf(b) ? 1 : 0));
   const names = Object.keys(columns);
   const recordset = names.map((name) => `${identifier(name)} ${columns[name]}`).join(', ');
   const list = names.map(identifier).join(', ');
@@ -70,13 +75,12 @@ export async function upsertRowsWithLogs(
        from jsonb_to_recordset(?::jsonb) as l(${logRecordset}) join upserted u on u.log_id = l.id
      )
      select id, key, inserted from upserted`,
-    [JSON.stringify(rows), JSON.stringify(logs)],
+    [JSON.stringify(inKeyOrder), JSON.stringify(logs)],
   );
   const byKey = new Map<string, { id: string; inserted: boolean }>();
   for (const row of result.rows as Array<{ id: string; key: string; inserted: boolean }>) byKey.set(row.key, { id: row.id, inserted: row.inserted });
   return rows.map((row) => {
-    // Rows without a conflict key (non-financial events sent without a ref) are always new: found by the id made for them.
-    const key = String(row[conflictColumn] ?? row.id);
+    const key = keyOf(row);
     const stored = byKey.get(key);
     if (!stored) throw new Error(`upsert into ${table} returned no row for ${key}`);
     return stored;

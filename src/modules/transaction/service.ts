@@ -219,20 +219,13 @@ export async function upsertTransactions(
       updated_by: by,
     };
   });
-  // Rows in key order, so that concurrent batches sharing refs lock them in the same order.
-  const order = rows.map((_, position) => position).sort((a, b) => String(rows[a]!.transaction_ref ?? '').localeCompare(String(rows[b]!.transaction_ref ?? '')));
   const columns = { ...columnsOf(kind.fields), ...STORAGE_COLUMNS };
 
   const logs = stored.flatMap((item, position) => {
     const evaluation = evaluationByIndex.get(item.index);
     return evaluation ? [executionLogRow(rows[position]!.log_id as string, kind.target, item.ref, evaluation, by)] : [];
   });
-  const sortedRows = order.map((position) => rows[position]!);
-  const sortedOutcomes = await retryOnConflict(() =>
-    upsertRowsWithLogs(app.db, kind.table, 'transaction_ref', columns, sortedRows, EXECUTION_LOG_COLUMNS, logs),
-  );
-  const outcomes = new Array<{ id: string; inserted: boolean }>(rows.length);
-  order.forEach((position, sortedIndex) => (outcomes[position] = sortedOutcomes[sortedIndex]!));
+  const outcomes = await retryOnConflict(() => upsertRowsWithLogs(app.db, kind.table, 'transaction_ref', columns, rows, EXECUTION_LOG_COLUMNS, logs));
 
   stored.forEach((item, position) => {
     const evaluation = evaluationByIndex.get(item.index);
