@@ -1,6 +1,7 @@
 import os from 'node:os';
 import path from 'node:path';
 import { z } from 'zod';
+import { DEFAULT_EMBEDDER, loadEmbedderSpec, type EmbedderSpec } from './modules/kyc/vision/embedder.ts';
 import { isIpOrCidr } from './net/ip-ranges.ts';
 
 /** Thrown when the environment holds a value the service cannot start with. */
@@ -32,6 +33,9 @@ const environmentSchema = z.object({
   WARDEN_DB_POOL_MAX: positiveInt.max(200).default(10),
   WARDEN_LIGHT_WORKERS: positiveInt.max(64).default(Math.max(1, Math.min(os.availableParallelism(), 4))),
   WARDEN_VISION_WORKERS: positiveInt.max(16).default(1),
+  WARDEN_ONNX_THREADS: positiveInt.max(64).optional(),
+  WARDEN_FACE_MODEL: z.string().min(1).default(DEFAULT_EMBEDDER),
+  WARDEN_FACE_THRESHOLD: z.coerce.number().min(-1).max(1).optional(),
   WARDEN_JOB_TIMEOUT_SECONDS: positiveInt.max(3600).default(120),
   WARDEN_JOB_MAINTENANCE_SECONDS: positiveInt.max(3600).default(30),
   REDIS_URL: z.string().regex(/^rediss?:\/\//, 'must be a redis:// or rediss:// URL').optional(),
@@ -56,6 +60,10 @@ export type Config = Readonly<{
   dbPoolMax: number;
   lightWorkers: number;
   visionWorkers: number;
+  /** ONNX intra-op threads per vision worker; workers x threads never exceeds the cores. */
+  onnxThreads: number;
+  /** The face embedding model (its description file) and the similarity threshold in force. */
+  face: Readonly<{ model: EmbedderSpec; threshold: number }>;
   jobTimeoutSeconds: number;
   jobMaintenanceSeconds: number;
   redisUrl: string | undefined;
@@ -85,6 +93,19 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       throw new ConfigError(`Invalid configuration:\n  WARDEN_TRUSTED_PROXIES: "${proxy}" is not an IP address or CIDR range`);
     }
   }
+  const cores = os.availableParallelism();
+  const onnxThreads = values.WARDEN_ONNX_THREADS ?? Math.max(1, Math.floor(cores / values.WARDEN_VISION_WORKERS));
+  if (values.WARDEN_VISION_WORKERS * onnxThreads > Math.max(cores, values.WARDEN_VISION_WORKERS)) {
+    throw new ConfigError(
+      `Invalid configuration:\n  WARDEN_ONNX_THREADS: ${values.WARDEN_VISION_WORKERS} vision workers x ${onnxThreads} threads exceeds the ${cores} cores`,
+    );
+  }
+  let faceModel: EmbedderSpec;
+  try {
+    faceModel = loadEmbedderSpec(path.resolve(values.WARDEN_FACE_MODEL));
+  } catch (error) {
+    throw new ConfigError(`Invalid configuration:\n  WARDEN_FACE_MODEL: ${(error as Error).message}`);
+  }
   return Object.freeze({
     port: values.PORT,
     host: values.HOST,
@@ -98,6 +119,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     dbPoolMax: values.WARDEN_DB_POOL_MAX,
     lightWorkers: values.WARDEN_LIGHT_WORKERS,
     visionWorkers: values.WARDEN_VISION_WORKERS,
+    onnxThreads,
+    face: Object.freeze({ model: faceModel, threshold: values.WARDEN_FACE_THRESHOLD ?? faceModel.threshold }),
     jobTimeoutSeconds: values.WARDEN_JOB_TIMEOUT_SECONDS,
     jobMaintenanceSeconds: values.WARDEN_JOB_MAINTENANCE_SECONDS,
     redisUrl: values.REDIS_URL,

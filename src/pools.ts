@@ -2,7 +2,7 @@ import path from 'node:path';
 import { Piscina } from 'piscina';
 import type { Config } from './config.ts';
 import type { LightTask } from '../workers/light.ts';
-import type { VisionTask } from '../workers/vision.ts';
+import type { VisionTask, VisionWorkerData } from '../workers/vision.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
 
@@ -17,7 +17,7 @@ function workerExecArgv(): string[] {
 export interface Pools {
   /** Rules, sanctions screening: CPU work over plain data, one task per chunk of records. */
   light: Piscina<LightTask, unknown>;
-  /** Image work (MRZ reading): ONNX and sharp, one thread each per worker. */
+  /** Image work (MRZ, document fronts, faces): ONNX with `onnxThreads` threads and sharp with one, per worker. */
   vision: Piscina<VisionTask, unknown>;
   close(): Promise<void>;
 }
@@ -32,6 +32,7 @@ export function createPools(config: Config): Pools {
   });
   const vision = new Piscina<VisionTask, unknown>({
     filename: path.join(ROOT, 'workers', 'vision.ts'),
+    workerData: { onnxThreads: config.onnxThreads, faceModel: config.face.model.specPath } satisfies VisionWorkerData,
     minThreads: 0,
     maxThreads: config.visionWorkers,
     idleTimeout: 120_000,

@@ -1,31 +1,67 @@
 /**
- * Piscina entry of the vision pool. sharp gets one thread per worker and ONNX sessions are made
- * once per worker (src/modules/kyc/mrz/model.ts), so workers x threads stays within the cores.
- * Image errors come back as values: a bad image is a fail result, never a crashed worker.
+ * Piscina entry of the vision pool: MRZ reading, document fronts and faces. sharp gets one thread
+ * per worker and each ONNX session the intra-op threads the pool was given (workerData), so that
+ * workers x threads stays within the cores. Sessions are made once per worker and reused. Image
+ * errors come back as values: a bad image is a fail result, never a crashed worker.
  */
+import { workerData } from 'node:worker_threads';
+import { Piscina, transferableSymbol, valueSymbol } from 'piscina';
 import sharp from 'sharp';
 import { warmUp } from '../src/modules/kyc/mrz/model.ts';
-import { MrzImageError, readMrz, type MrzReadResult } from '../src/modules/kyc/mrz/read.ts';
+import { readMrz, type MrzReadResult } from '../src/modules/kyc/mrz/read.ts';
+import { readDocumentFront, type DocumentFrontResult } from '../src/modules/kyc/vision/docfront.ts';
+import { DEFAULT_EMBEDDER, loadEmbedderSpec, type EmbedderSpec } from '../src/modules/kyc/vision/embedder.ts';
+import { readFaces, type FaceReadResult } from '../src/modules/kyc/vision/faces.ts';
+import { ImageError } from '../src/modules/kyc/vision/image.ts';
+import { setOnnxThreads } from '../src/modules/kyc/vision/onnx.ts';
 
-sharp.concurrency(1);
-// Load the ONNX session in the background when the worker starts. Not awaited: a top-level await
-// in a worker entry breaks tsx's module loading in worker threads on Node 20. A failure here shows
-// again, as a fail result, on the first image.
-void warmUp().catch(() => {});
-
-export interface MrzTask {
-  type: 'mrz';
-  image: Uint8Array;
+export interface VisionWorkerData {
+  onnxThreads: number;
+  /** The embedding model's description file (models/face/*.json). */
+  faceModel: string;
 }
 
-export type VisionTask = MrzTask;
+const settings = workerData as VisionWorkerData | undefined;
+sharp.concurrency(1);
+if (settings) setOnnxThreads(settings.onnxThreads);
+let embedder: EmbedderSpec | null = null;
+
+// Load the MRZ model in the background when the worker starts. Not awaited: a top-level await in a
+// worker entry breaks tsx's module loading in worker threads on Node 20. A failure here shows again,
+// as a fail result, on the first image.
+void warmUp().catch(() => {});
+
+export type VisionTask = { type: 'mrz'; image: Uint8Array } | { type: 'docfront'; image: Uint8Array } | { type: 'faces'; image: Uint8Array };
+
+export interface DocumentFrontOutput {
+  result: DocumentFrontResult;
+  /** JPEG of the portrait, when a face was found. */
+  portrait: Uint8Array | null;
+}
+
 export type VisionOutcome<T> = { ok: true; result: T } | { ok: false; reason: string; message: string };
 
-export default async function run(task: VisionTask): Promise<VisionOutcome<MrzReadResult>> {
+export default async function run(task: VisionTask): Promise<VisionOutcome<MrzReadResult | DocumentFrontOutput | FaceReadResult>> {
+  const image = Buffer.from(task.image.buffer, task.image.byteOffset, task.image.byteLength);
   try {
-    return { ok: true, result: await readMrz(Buffer.from(task.image.buffer, task.image.byteOffset, task.image.byteLength)) };
+    switch (task.type) {
+      case 'mrz':
+        return { ok: true, result: await readMrz(image) };
+      case 'docfront': {
+        const { result, portrait } = await readDocumentFront(image);
+        if (!portrait) return { ok: true, result: { result, portrait: null } };
+        // The portrait goes back to the main thread moved, not copied.
+        const bytes = new Uint8Array(portrait.buffer, portrait.byteOffset, portrait.byteLength);
+        const copy = bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength ? bytes : bytes.slice();
+        const outcome: VisionOutcome<DocumentFrontOutput> = { ok: true, result: { result, portrait: copy } };
+        return Piscina.move({ [transferableSymbol]: copy.buffer, [valueSymbol]: outcome }) as unknown as VisionOutcome<DocumentFrontOutput>;
+      }
+      case 'faces':
+        embedder ??= loadEmbedderSpec(settings?.faceModel ?? DEFAULT_EMBEDDER);
+        return { ok: true, result: await readFaces(image, embedder) };
+    }
   } catch (error) {
-    if (error instanceof MrzImageError) return { ok: false, reason: error.reason, message: error.message };
+    if (error instanceof ImageError) return { ok: false, reason: error.reason, message: error.message };
     return { ok: false, reason: 'image_unreadable', message: `The image could not be processed: ${(error as Error).message}` };
   }
 }

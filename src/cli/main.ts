@@ -44,6 +44,8 @@ const USAGE = `Usage: warden <command> [options]   (every command prints JSON)
   flow list
   agent-token --session ID [--agent NAME]
   verify mrz IMAGE                      (reads the MRZ of a photograph; no database needed)
+  verify doc-front IMAGE                (OCR fields, document outline, portrait; no database needed)
+  verify face IMAGE_A IMAGE_B           (faces, similarity, threshold, match; no database needed)
   db migrate
 
 Environment: DATABASE_URL (external PostgreSQL) or WARDEN_DATA_DIR (embedded, default ./data).`;

@@ -7,7 +7,8 @@ import sharp from 'sharp';
 import { seededRandom, ocrbFontInstalled } from '../../models/mrz/render-training-data.ts';
 import { photograph, randomDocument, renderPage } from '../../models/mrz/synthetic-document.ts';
 import type { MrzFormat } from '../../src/modules/kyc/mrz/decode.ts';
-import { MrzImageError, readMrz, type MrzReadResult } from '../../src/modules/kyc/mrz/read.ts';
+import { readMrz, type MrzReadResult } from '../../src/modules/kyc/mrz/read.ts';
+import { ImageError } from '../../src/modules/kyc/vision/image.ts';
 
 const FIXTURES = path.resolve(import.meta.dirname, '../fixtures/mrz');
 
@@ -96,8 +97,8 @@ test('an image without text has no MRZ', async (t) => {
   t.false(result.valid);
 });
 
-async function rejection(t: import('ava').ExecutionContext, image: Buffer, options = {}): Promise<MrzImageError> {
-  const error = await t.throwsAsync(readMrz(image, options), { instanceOf: MrzImageError });
+async function rejection(t: import('ava').ExecutionContext, image: Buffer, options = {}): Promise<ImageError> {
+  const error = await t.throwsAsync(readMrz(image, options), { instanceOf: ImageError });
   return error!;
 }
 

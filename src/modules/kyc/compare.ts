@@ -7,10 +7,17 @@ function nameTokens(value: unknown): string[] {
   return anyAscii(value).toUpperCase().replace(/[^A-Z]+/g, ' ').trim().split(' ').filter(Boolean).sort();
 }
 
-function sameName(document: unknown, record: unknown): boolean {
+function permutations(tokens: string[]): string[][] {
+  if (tokens.length <= 1) return [tokens];
+  return tokens.flatMap((token, i) => permutations([...tokens.slice(0, i), ...tokens.slice(i + 1)]).map((rest) => [token, ...rest]));
+}
+
+export function sameName(document: unknown, record: unknown): boolean {
   const read = nameTokens(document);
   const known = nameTokens(record);
   if (read.length === 0 || known.length === 0) return true;
+  // OCR of printed names may drop the space between names ("ANNAMARIA").
+  if (known.length <= 4 && permutations(known).some((order) => order.join('') === read.join(''))) return true;
   // The MRZ truncates long names: a known token may be cut short in the document.
   return known.every((token) => read.some((candidate) => candidate === token || (candidate.length >= 3 && token.startsWith(candidate))));
 }

@@ -1,28 +1,11 @@
 /**
- * The OCR-B glyph classifier (models/mrz/CARD.md). One InferenceSession per process (per piscina
- * worker), created on first use and reused; one intra-op thread, because the pools already run one
- * worker per core.
+ * The OCR-B glyph classifier (models/mrz/CARD.md), run through the process's shared ONNX sessions.
  */
 import path from 'node:path';
-import * as ort from 'onnxruntime-node';
+import { onnxSession, ort } from '../vision/onnx.ts';
 import { ALPHABET, GLYPH_HEIGHT, GLYPH_PIXELS, GLYPH_WIDTH } from './glyphs.ts';
 
 export const MODEL_PATH = path.resolve(import.meta.dirname, '../../../../models/mrz/mrz-ocrb.onnx');
-
-let session: Promise<ort.InferenceSession> | null = null;
-
-function load(): Promise<ort.InferenceSession> {
-  session ??= ort.InferenceSession.create(MODEL_PATH, {
-    intraOpNumThreads: 1,
-    interOpNumThreads: 1,
-    executionMode: 'sequential',
-    graphOptimizationLevel: 'all',
-  }).catch((error: unknown) => {
-    session = null;
-    throw error;
-  });
-  return session;
-}
 
 /**
  * Loads the model and runs it once ahead of the first read (worker start-up), so the first document
@@ -34,7 +17,7 @@ export async function warmUp(): Promise<void> {
 
 /** Class probabilities, `count` rows of ALPHABET.length, for glyph tensors written by writeGlyphs. */
 export async function classify(glyphs: Float32Array, count: number): Promise<Float32Array> {
-  const model = await load();
+  const model = await onnxSession(MODEL_PATH);
   const input = new ort.Tensor('float32', glyphs.subarray(0, count * GLYPH_PIXELS), [count, 1, GLYPH_HEIGHT, GLYPH_WIDTH]);
   const output = await model.run({ glyphs: input });
   const logits = output.logits!.data as Float32Array;

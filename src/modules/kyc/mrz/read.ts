@@ -6,7 +6,8 @@
  * `sharp.concurrency(1)` (ARCHITECTURE.md: intra-op threads times workers must not exceed the cores);
  * setting it here would also throttle sharp in the main thread of whoever imports this module.
  */
-import sharp, { type Metadata } from 'sharp';
+import sharp from 'sharp';
+import { asBuffer, decodeImage, DEFAULT_MAX_PIXELS, inspectImage } from '../vision/image.ts';
 import { decode, emptyFields, type Correction, type Decoded, type MrzFields, type MrzFormat } from './decode.ts';
 import { GLYPH_PIXELS, STRIP_CAP_HEIGHT, writeGlyphs } from './glyphs.ts';
 import type { GrayImage } from './image.ts';
@@ -43,21 +44,7 @@ export interface MrzReadResult {
   timings: { decode_ms: number; locate_ms: number; recognize_ms: number; parse_ms: number; total_ms: number };
 }
 
-export type MrzImageErrorReason = 'image_empty' | 'image_unreadable' | 'image_too_large';
-
-/** The image itself is unusable; `reason` is stable for callers to map onto their error results. */
-export class MrzImageError extends Error {
-  constructor(
-    readonly reason: MrzImageErrorReason,
-    message: string,
-  ) {
-    super(message);
-    this.name = 'MrzImageError';
-  }
-}
-
-const DEFAULT_MAX_PIXELS = 40_000_000;
-const DEFAULT_MIN_SIDE = 1000;
+const DEFAULT_READ_SIDE = 1000;
 /** Below these a read is taken for text that merely looks like an MRZ band. */
 const MIN_CONFORMITY = 0.85;
 const MIN_CONFIDENCE = 0.6;
@@ -67,14 +54,14 @@ const CLEAR_FIT = 0.12;
 const MAX_ATTEMPTS = 10;
 
 /**
- * Reads the MRZ of a document photograph (JPEG, PNG, WebP, TIFF, ...). Throws MrzImageError for an
+ * Reads the MRZ of a document photograph (JPEG, PNG, WebP, TIFF, ...). Throws ImageError for an
  * image that cannot be used; an image without a readable MRZ gives `found: false`. Accepts the
  * ArrayBuffer a piscina task receives through `Piscina.move()` as well as a Buffer.
  */
 export async function readMrz(image: Buffer | Uint8Array | ArrayBuffer, options: MrzReadOptions = {}): Promise<MrzReadResult> {
   const started = performance.now();
-  const bytes = image instanceof ArrayBuffer ? Buffer.from(image) : Buffer.isBuffer(image) ? image : Buffer.from(image.buffer, image.byteOffset, image.byteLength);
-  const gray = await decodeImage(bytes, options.maxPixels ?? DEFAULT_MAX_PIXELS, options.minSide ?? DEFAULT_MIN_SIDE);
+  const bytes = asBuffer(image);
+  const gray = await decodeGray(bytes, options.maxPixels ?? DEFAULT_MAX_PIXELS, options.minSide ?? DEFAULT_READ_SIDE);
   const decoded = performance.now();
   const search: Search = { best: null, attempts: 0, tried: [], locate: 0, recognize: 0, parse: 0 };
   const longSide = Math.max(gray.width, gray.height);
@@ -115,39 +102,16 @@ export async function readMrz(image: Buffer | Uint8Array | ArrayBuffer, options:
   };
 }
 
-async function decodeImage(image: Buffer, maxPixels: number, minSide: number): Promise<GrayImage> {
-  if (image.length === 0) throw new MrzImageError('image_empty', 'The image is empty');
-  let metadata: Metadata;
-  try {
-    // Reads the header only, so the size can be checked (and reported) before anything is decoded.
-    metadata = await sharp(image, { limitInputPixels: false }).metadata();
-  } catch (error) {
-    throw new MrzImageError('image_unreadable', `The file is not a readable image (${(error as Error).message})`);
-  }
-  const width = metadata.width ?? 0;
-  const height = metadata.height ?? 0;
-  if (width * height > maxPixels) {
-    throw new MrzImageError('image_too_large', `The image has ${width}x${height} pixels, more than the ${maxPixels} allowed`);
-  }
-  try {
-    const longSide = Math.max(width, height);
-    const reduction = longSide >= 4 * minSide ? 2 ** Math.floor(Math.log2(longSide / minSide)) : 1;
-    const pipeline = sharp(image, { limitInputPixels: maxPixels, failOn: 'truncated' }).rotate();
-    if (reduction > 1) {
-      const side = Math.ceil(longSide / reduction);
-      pipeline.resize({ width: side, height: side, fit: 'inside' });
-    }
-    const { data, info } = await pipeline
-      .greyscale()
-      .raw()
-      .toBuffer({ resolveWithObject: true });
-    if (info.channels !== 1) throw new Error(`expected one channel, got ${info.channels}`);
-    return { width: info.width, height: info.height, data: new Uint8Array(data.buffer, data.byteOffset, data.length) };
-  } catch (error) {
-    const message = (error as Error).message;
-    if (/pixel limit/i.test(message)) throw new MrzImageError('image_too_large', `The image is too large (${message})`);
-    throw new MrzImageError('image_unreadable', `The image could not be decoded (${message})`);
-  }
+/**
+ * Large photographs are read at the largest power-of-two reduction that keeps `minSide` on the long
+ * side: sharp then decodes a JPEG at half size or less, much faster than in full.
+ */
+async function decodeGray(input: Buffer, maxPixels: number, minSide: number): Promise<GrayImage> {
+  const metadata = await inspectImage(input, { maxPixels });
+  const longSide = Math.max(metadata.width ?? 0, metadata.height ?? 0);
+  const reduction = longSide >= 4 * minSide ? 2 ** Math.floor(Math.log2(longSide / minSide)) : 1;
+  const raster = await decodeImage(input, { channels: 1, maxPixels, maxSide: reduction > 1 ? Math.ceil(longSide / reduction) : undefined });
+  return { width: raster.width, height: raster.height, data: raster.data };
 }
 
 /** libvips resamples several times faster than JavaScript, and off the event loop. */

@@ -1,0 +1,92 @@
+/**
+ * readDocumentFront: photograph of a document's front in, what the pipeline saw out: the document
+ * found and straightened, the text lines, the identity fields, and the portrait (a face, cut out as
+ * a JPEG to serve as the reference for a later selfie).
+ */
+import { straightenDocument } from './document.ts';
+import { DEFAULT_MAX_PIXELS, decodeImage, encodeJpeg, warp, type Raster } from './image.ts';
+import { detectFaces, type Face } from './faces.ts';
+import { extractFields, type DocumentFields } from './fields.ts';
+import { detectText, recognizeText, type TextLine } from './ocr.ts';
+
+/** Photographs are read at this long side at most; document text stays well legible. */
+const READ_SIDE = 1600;
+/** The detector's long side: PP-OCR's default, a multiple of 32. */
+const TEXT_DETECTION_SIDE = 960;
+/** Below this many fields the text is not taken as read (a photo of something else, a blurred card). */
+const MIN_FIELDS = 2;
+/** The portrait kept is the face box grown by this factor (hair, chin and ears, as on the document). */
+const PORTRAIT_MARGIN = 1.8;
+
+export interface DocumentFrontResult {
+  /** Enough identity fields were read for the text to count as read. */
+  text_read: boolean;
+  fields: DocumentFields;
+  lines: { text: string; confidence: number; box: [number, number, number, number] }[];
+  document: { method: 'outline' | 'deskew' | 'none'; corners: { x: number; y: number }[] | null; angle: number; width: number; height: number };
+  face_found: boolean;
+  /** The portrait's box in the straightened document, and the detector's score. */
+  face: { box: [number, number, number, number]; score: number } | null;
+  timings: { decode_ms: number; straighten_ms: number; text_detection_ms: number; text_recognition_ms: number; fields_ms: number; face_ms: number; total_ms: number };
+}
+
+const round = (value: number) => Math.round(value);
+const elapsed = (from: number) => Math.round((performance.now() - from) * 10) / 10;
+
+function portraitCrop(image: Raster, face: Face): Raster {
+  const side = Math.max(face.box.width, face.box.height) * PORTRAIT_MARGIN;
+  const cx = face.box.x + face.box.width / 2;
+  const cy = face.box.y + face.box.height / 2;
+  const width = Math.round(Math.min(side, image.width));
+  const height = Math.round(Math.min(side * 1.25, image.height));
+  const x0 = Math.max(0, Math.min(image.width - width, cx - width / 2));
+  const y0 = Math.max(0, Math.min(image.height - height, cy - height / 2));
+  return warp(image, [1, 0, x0, 0, 1, y0, 0, 0, 1], width, height);
+}
+
+/** Reads a document front. Throws ImageError for an unusable image. */
+export async function readDocumentFront(input: Buffer | Uint8Array | ArrayBuffer): Promise<{ result: DocumentFrontResult; portrait: Buffer | null }> {
+  const started = performance.now();
+  const photo = await decodeImage(input, { channels: 3, maxPixels: DEFAULT_MAX_PIXELS, maxSide: READ_SIDE });
+  const decoded = performance.now();
+  const straightened = await straightenDocument(photo);
+  const document = straightened.image;
+  const straightenedAt = performance.now();
+  const boxes = await detectText(document, TEXT_DETECTION_SIDE);
+  const detectedAt = performance.now();
+  const lines: TextLine[] = (await recognizeText(document, boxes)).filter((line) => line.text);
+  const recognizedAt = performance.now();
+  const fields = extractFields(lines);
+  const fieldsAt = performance.now();
+  const faces = await detectFaces(document);
+  // The portrait is the largest face; a passport's small "ghost" copy of it is not a second person.
+  const face = faces.sort((a, b) => b.box.width * b.box.height - a.box.width * a.box.height)[0] ?? null;
+  const portrait = face ? await encodeJpeg(portraitCrop(document, face)) : null;
+  const faceAt = performance.now();
+  return {
+    result: {
+      text_read: Object.keys(fields).length >= MIN_FIELDS,
+      fields,
+      lines: lines.map((line) => ({ text: line.text, confidence: Math.round(line.confidence * 1000) / 1000, box: [round(line.box.x), round(line.box.y), round(line.box.width), round(line.box.height)] })),
+      document: {
+        method: straightened.method,
+        corners: straightened.corners?.map((p) => ({ x: round(p.x), y: round(p.y) })) ?? null,
+        angle: Math.round(straightened.angle * 10) / 10,
+        width: document.width,
+        height: document.height,
+      },
+      face_found: face !== null,
+      face: face ? { box: [round(face.box.x), round(face.box.y), round(face.box.width), round(face.box.height)], score: Math.round(face.score * 1000) / 1000 } : null,
+      timings: {
+        decode_ms: Math.round((decoded - started) * 10) / 10,
+        straighten_ms: Math.round((straightenedAt - decoded) * 10) / 10,
+        text_detection_ms: Math.round((detectedAt - straightenedAt) * 10) / 10,
+        text_recognition_ms: Math.round((recognizedAt - detectedAt) * 10) / 10,
+        fields_ms: Math.round((fieldsAt - recognizedAt) * 10) / 10,
+        face_ms: Math.round((faceAt - fieldsAt) * 10) / 10,
+        total_ms: elapsed(started),
+      },
+    },
+    portrait,
+  };
+}

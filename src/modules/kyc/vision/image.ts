@@ -1,0 +1,156 @@
+/**
+ * Image intake for every vision reader (MRZ, document front, faces): one place that decides which
+ * images are usable and turns them into 8-bit rasters. sharp does the decoding, EXIF orientation,
+ * colour conversion (CMYK, 16-bit, palette, alpha) and resizing; an unusable image becomes an
+ * ImageError with a stable reason, which the pipeline turns into a fail result.
+ */
+import sharp, { type Metadata } from 'sharp';
+
+export type ImageErrorReason = 'image_empty' | 'image_unreadable' | 'image_too_large' | 'image_too_small' | 'image_animated';
+
+/** The image itself is unusable; `reason` is stable for callers to map onto their error results. */
+export class ImageError extends Error {
+  constructor(
+    readonly reason: ImageErrorReason,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'ImageError';
+  }
+}
+
+/** A decoded raster: `channels` bytes per pixel, rows top to bottom. */
+export interface Raster {
+  readonly width: number;
+  readonly height: number;
+  readonly channels: 1 | 3;
+  readonly data: Uint8Array;
+}
+
+export interface DecodeOptions {
+  /** 1 for grey, 3 for RGB. */
+  channels: 1 | 3;
+  /** Refuse images with more pixels than this (decompression bombs). */
+  maxPixels: number;
+  /** Shrink so the long side is at most this (never enlarged). */
+  maxSide?: number;
+  /** Refuse images whose short side is below this. */
+  minSide?: number;
+}
+
+export const DEFAULT_MAX_PIXELS = 40_000_000;
+/** Smaller than this nothing on a document or a face can be read. */
+export const DEFAULT_MIN_SIDE = 64;
+
+export function asBuffer(image: Buffer | Uint8Array | ArrayBuffer): Buffer {
+  if (image instanceof ArrayBuffer) return Buffer.from(image);
+  return Buffer.isBuffer(image) ? image : Buffer.from(image.buffer, image.byteOffset, image.byteLength);
+}
+
+/** Reads the header only, so size and frame count are judged before anything is decoded. */
+export async function inspectImage(image: Buffer, options: Pick<DecodeOptions, 'maxPixels' | 'minSide'>): Promise<Metadata> {
+  if (image.length === 0) throw new ImageError('image_empty', 'The image is empty');
+  let metadata: Metadata;
+  try {
+    metadata = await sharp(image, { limitInputPixels: false }).metadata();
+  } catch (error) {
+    throw new ImageError('image_unreadable', `The file is not a readable image (${(error as Error).message})`);
+  }
+  const width = metadata.width ?? 0;
+  const height = metadata.height ?? 0;
+  if ((metadata.pages ?? 1) > 1 && metadata.format !== 'heif') {
+    throw new ImageError('image_animated', `The image has ${metadata.pages} frames; send a single still photograph`);
+  }
+  if (width * height > options.maxPixels) {
+    throw new ImageError('image_too_large', `The image has ${width}x${height} pixels, more than the ${options.maxPixels} allowed`);
+  }
+  const minSide = options.minSide ?? DEFAULT_MIN_SIDE;
+  if (Math.min(width, height) < minSide) {
+    throw new ImageError('image_too_small', `The image is ${width}x${height} pixels; at least ${minSide} on each side is needed`);
+  }
+  return metadata;
+}
+
+/**
+ * Decodes to an upright 8-bit raster: EXIF rotation applied, CMYK and 16-bit converted to sRGB,
+ * alpha dropped. Throws ImageError for anything unusable.
+ */
+export async function decodeImage(input: Buffer | Uint8Array | ArrayBuffer, options: DecodeOptions): Promise<Raster> {
+  const image = asBuffer(input);
+  const metadata = await inspectImage(image, options);
+  try {
+    const pipeline = sharp(image, { limitInputPixels: options.maxPixels, failOn: 'truncated' }).rotate();
+    const longSide = Math.max(metadata.width ?? 0, metadata.height ?? 0);
+    if (options.maxSide && longSide > options.maxSide) pipeline.resize({ width: options.maxSide, height: options.maxSide, fit: 'inside' });
+    if (options.channels === 1) pipeline.toColourspace('b-w');
+    else pipeline.toColourspace('srgb').removeAlpha();
+    const { data, info } = await pipeline.raw({ depth: 'uchar' }).toBuffer({ resolveWithObject: true });
+    if (info.channels !== options.channels) throw new Error(`expected ${options.channels} channels, got ${info.channels}`);
+    return { width: info.width, height: info.height, channels: options.channels, data: new Uint8Array(data.buffer, data.byteOffset, data.length) };
+  } catch (error) {
+    const message = (error as Error).message;
+    if (/pixel limit/i.test(message)) throw new ImageError('image_too_large', `The image is too large (${message})`);
+    throw new ImageError('image_unreadable', `The image could not be decoded (${message})`);
+  }
+}
+
+/** Resizes a raster with libvips (several times faster than JavaScript); `fit: 'inside'` keeps the aspect. */
+export async function resizeRaster(image: Raster, width: number, height: number, fit: 'inside' | 'fill' = 'inside'): Promise<Raster> {
+  const { data, info } = await sharp(image.data, { raw: { width: image.width, height: image.height, channels: image.channels } })
+    .resize({ width, height, fit, kernel: 'linear' })
+    .raw()
+    .toBuffer({ resolveWithObject: true });
+  return { width: info.width, height: info.height, channels: image.channels, data: new Uint8Array(data.buffer, data.byteOffset, data.length) };
+}
+
+/** Grey copy of an RGB raster (ITU-R BT.601 weights). */
+export function toGray(image: Raster): Raster {
+  if (image.channels === 1) return image;
+  const gray = new Uint8Array(image.width * image.height);
+  const { data } = image;
+  for (let i = 0, j = 0; i < gray.length; i++, j += 3) gray[i] = (data[j]! * 299 + data[j + 1]! * 587 + data[j + 2]! * 114 + 500) / 1000;
+  return { width: image.width, height: image.height, channels: 1, data: gray };
+}
+
+/** JPEG of a raster, for crops kept as artifacts (the document portrait). */
+export async function encodeJpeg(image: Raster, quality = 90): Promise<Buffer> {
+  return sharp(image.data, { raw: { width: image.width, height: image.height, channels: image.channels } }).jpeg({ quality }).toBuffer();
+}
+
+/**
+ * Samples `source` through a 3x3 homography `h` (destination pixel -> source pixel, row-major)
+ * into a width x height raster, bilinear, with edge clamping. Used to straighten documents and to
+ * align faces (an affine map is a homography with a last row of 0 0 1).
+ */
+export function warp(source: Raster, h: ArrayLike<number>, width: number, height: number): Raster {
+  const { channels, data } = source;
+  const out = new Uint8Array(width * height * channels);
+  const maxX = source.width - 1;
+  const maxY = source.height - 1;
+  const stride = source.width * channels;
+  let o = 0;
+  for (let y = 0; y < height; y++) {
+    for (let x = 0; x < width; x++) {
+      const px = x + 0.5;
+      const py = y + 0.5;
+      const w = h[6]! * px + h[7]! * py + h[8]!;
+      let sx = (h[0]! * px + h[1]! * py + h[2]!) / w - 0.5;
+      let sy = (h[3]! * px + h[4]! * py + h[5]!) / w - 0.5;
+      sx = sx < 0 ? 0 : sx > maxX ? maxX : sx;
+      sy = sy < 0 ? 0 : sy > maxY ? maxY : sy;
+      const x0 = sx | 0;
+      const y0 = sy | 0;
+      const fx = sx - x0;
+      const fy = sy - y0;
+      const i = y0 * stride + x0 * channels;
+      const right = x0 < maxX ? channels : 0;
+      const down = y0 < maxY ? stride : 0;
+      for (let c = 0; c < channels; c++) {
+        const top = data[i + c]! + (data[i + right + c]! - data[i + c]!) * fx;
+        const bottom = data[i + down + c]! + (data[i + down + right + c]! - data[i + down + c]!) * fx;
+        out[o++] = top + (bottom - top) * fy + 0.5;
+      }
+    }
+  }
+  return { width, height, channels, data: out };
+}
