@@ -53,3 +53,19 @@ export function mismatchedFields(document: Record<string, unknown>, customer: Re
   }
   return mismatches;
 }
+
+/**
+ * Fields of a document front that disagree with the MRZ read earlier in the session (names
+ * order-free and tolerant of the MRZ's truncation, dates and codes exactly).
+ */
+export function mismatchedWithMrz(document: Record<string, unknown>, mrz: Record<string, unknown>): string[] {
+  const mismatches: string[] = [];
+  if (!sameName(document.first_name, mrz.first_name)) mismatches.push('first_name');
+  if (!sameName(document.last_name, mrz.last_name)) mismatches.push('last_name');
+  for (const field of ['birth_date', 'expiry_date', 'sex', 'nationality'] as const) {
+    if (document[field] && mrz[field] && document[field] !== mrz[field]) mismatches.push(field);
+  }
+  const strip = (value: unknown) => (typeof value === 'string' ? value.replace(/[<\s-]/g, '').toUpperCase() : '');
+  if (strip(document.document_number) && strip(mrz.document_number) && strip(document.document_number) !== strip(mrz.document_number)) mismatches.push('document_number');
+  return mismatches;
+}

@@ -12,6 +12,10 @@ export const ARTIFACT_TYPES = [
 ] as const;
 export type ArtifactType = (typeof ARTIFACT_TYPES)[number];
 
+/** Artifacts the pipeline derives from uploads: the portraits used as references for the selfie. */
+export const DERIVED_ARTIFACT_TYPES = ['doc_portrait', 'nfc_portrait'] as const;
+export type DerivedArtifactType = (typeof DERIVED_ARTIFACT_TYPES)[number];
+
 export function isArtifactType(value: string): value is ArtifactType {
   return (ARTIFACT_TYPES as readonly string[]).includes(value);
 }

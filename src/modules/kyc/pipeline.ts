@@ -2,17 +2,19 @@ import { randomUUID } from 'node:crypto';
 import { parse as parseMrz } from 'mrz';
 import type { AppContext } from '../../context.ts';
 import type { ResultMessage } from '../../realtime/documents.ts';
-import type { VisionOutcome } from '../../../workers/vision.ts';
-import { RESULT_TYPES, type ArtifactType } from './constants.ts';
-import { mismatchedFields } from './compare.ts';
+import type { DocumentFrontOutput, VisionOutcome, VisionTask } from '../../../workers/vision.ts';
+import { RESULT_TYPES, type ArtifactType, type DerivedArtifactType } from './constants.ts';
+import { mismatchedFields, mismatchedWithMrz } from './compare.ts';
 import type { MrzReadResult } from './mrz/read.ts';
+import { cosineSimilarity, type FaceReadResult } from './vision/faces.ts';
+import { nationalityCode } from './vision/fields.ts';
 import { NfcFormatError, parseNfcUpload } from './nfc.ts';
 import type { SessionRow } from './sessions.ts';
 
 interface ArtifactRow {
   id: string;
   session_id: string;
-  artifact_type: ArtifactType;
+  artifact_type: ArtifactType | DerivedArtifactType;
   content_type: string;
   path: string;
 }
@@ -33,10 +35,16 @@ async function customerOf(app: AppContext, session: SessionRow): Promise<Record<
   return app.db('customers').where({ customer_ref: session.customer_ref }).first();
 }
 
+/** Runs a vision task on a stored file; the file's bytes are moved to the worker, not copied. */
+async function runVision<T>(app: AppContext, type: VisionTask['type'], filePath: string): Promise<VisionOutcome<T>> {
+  const file = await app.files.read(filePath);
+  // A Buffer may share a pooled ArrayBuffer with others; only a buffer of its own can be moved.
+  const bytes = file.byteOffset === 0 && file.byteLength === file.buffer.byteLength ? new Uint8Array(file.buffer, 0, file.byteLength) : new Uint8Array(file);
+  return (await app.pools.vision.run({ type, image: bytes }, { transferList: [bytes.buffer as ArrayBuffer] })) as VisionOutcome<T>;
+}
+
 async function verifyMrz(app: AppContext, artifact: ArtifactRow, session: SessionRow, today: string): Promise<Outcome> {
-  const image = await app.files.read(artifact.path);
-  const bytes = new Uint8Array(image.buffer, image.byteOffset, image.byteLength);
-  const outcome = (await app.pools.vision.run({ type: 'mrz', image: bytes }, { transferList: [bytes.buffer as ArrayBuffer] })) as VisionOutcome<MrzReadResult>;
+  const outcome = await runVision<MrzReadResult>(app, 'mrz', artifact.path);
   if (!outcome.ok) return { code: 'fail', message: outcome.message, data: null, details: { reason: outcome.reason } };
   const read = outcome.result;
   const details = { lines: read.lines, format: read.format, valid: read.valid, invalid_fields: read.invalid_fields, corrections: read.corrections, confidence: read.confidence, timings: read.timings };
@@ -53,6 +61,95 @@ async function verifyMrz(app: AppContext, artifact: ArtifactRow, session: Sessio
   const mrzData = { ...fields, format: read.format, lines: read.lines };
   if (mismatched.length) return { code: 'fail', message: `The document does not match the customer record: ${mismatched.join(', ')}.`, data, details, mrzData };
   return { code: 'success', message: 'The MRZ was read and its check digits hold.', data, details, mrzData };
+}
+
+/** The portrait cut from a document front, kept as an artifact of its own for face matching. */
+async function portraitArtifact(app: AppContext, session: SessionRow, portrait: Uint8Array): Promise<Record<string, unknown>> {
+  const key = await app.files.putBuffer(Buffer.from(portrait.buffer, portrait.byteOffset, portrait.byteLength));
+  return { id: randomUUID(), session_id: session.id, artifact_type: 'doc_portrait', content_type: 'image/jpeg', size: portrait.byteLength, sha256: key.split('/').at(-1), path: key };
+}
+
+async function verifyDocFront(app: AppContext, artifact: ArtifactRow, session: SessionRow): Promise<Outcome> {
+  const outcome = await runVision<DocumentFrontOutput>(app, 'docfront', artifact.path);
+  if (!outcome.ok) return { code: 'fail', message: outcome.message, data: null, details: { reason: outcome.reason } };
+  const { result, portrait } = outcome.result;
+  const comparable = { ...result.fields, nationality: nationalityCode(result.fields.nationality) ?? undefined };
+  const againstCustomer = mismatchedFields(comparable, await customerOf(app, session));
+  const againstMrz = session.mrz_data ? mismatchedWithMrz(comparable, session.mrz_data) : [];
+  const mismatched = [...new Set([...againstCustomer, ...againstMrz])];
+  const data = { ocr_read: result.text_read, fields: result.fields, face_found: result.face_found, mismatched_fields: mismatched, timings: result.timings };
+  const derivedArtifact = portrait ? await portraitArtifact(app, session, portrait) : undefined;
+  const details = {
+    document: result.document,
+    lines: result.lines,
+    face: result.face,
+    mismatches: { customer: againstCustomer, mrz: againstMrz },
+    ...(derivedArtifact ? { portrait_artifact_id: derivedArtifact.id } : {}),
+  };
+  const base = { data, details, derivedArtifact };
+  if (!result.text_read) return { ...base, code: 'fail', message: 'The text of the document could not be read; please take a sharper, well-lit photograph of the whole document.' };
+  if (!result.face_found) return { ...base, code: 'fail', message: 'No portrait was found on the document.' };
+  if (mismatched.length) {
+    const sources = [againstCustomer.length ? 'the customer record' : null, againstMrz.length ? 'the MRZ' : null].filter(Boolean).join(' and ');
+    return { ...base, code: 'fail', message: `The document does not match ${sources}: ${mismatched.join(', ')}.` };
+  }
+  return { ...base, code: 'success', message: 'The document was read and its portrait found; the fields match.' };
+}
+
+/** Thrown while a reference portrait may still be coming: the job is retried later. */
+class ReferenceNotReady extends Error {}
+
+/** Artifact types that hold a reference portrait, in order of preference, and those they come from. */
+const REFERENCE_TYPES = ['doc_portrait', 'passport_mrz_page', 'nfc_portrait'] as const;
+const REFERENCE_SOURCES = ['doc_front', 'passport_mrz_page', 'nfc_raw'];
+
+async function verifySelfie(app: AppContext, artifact: ArtifactRow, session: SessionRow, finalAttempt: boolean): Promise<Outcome> {
+  const threshold = app.config.face.threshold;
+  const model = app.config.face.model.name;
+  const selfie = await runVision<FaceReadResult>(app, 'faces', artifact.path);
+  if (!selfie.ok) return { code: 'fail', message: selfie.message, data: null, details: { reason: selfie.reason, threshold, model } };
+  const faces = selfie.result.faces;
+  if (faces.length === 0) return { code: 'fail', message: 'No face was found in the selfie.', data: null, details: { reason: 'no_face', faces, threshold, model } };
+  if (faces.length > 1) {
+    return { code: 'fail', message: `${faces.length} faces were found in the selfie; exactly one person must be in the picture.`, data: null, details: { reason: 'several_faces', faces, threshold, model } };
+  }
+
+  const artifacts = (await app.db('verification_artifacts')
+    .where({ session_id: session.id })
+    .whereIn('artifact_type', [...REFERENCE_TYPES, ...REFERENCE_SOURCES])
+    .orderBy('created_at', 'desc')) as (ArtifactRow & { id: string })[];
+  const results = new Set((await app.db('verification_results').where({ session_id: session.id }).pluck('artifact_id')) as string[]);
+  const references = REFERENCE_TYPES.flatMap((type) => artifacts.filter((row) => row.artifact_type === (type as string)));
+  const tried: { artifact_id: string; artifact_type: string; reason: string }[] = [];
+  for (const reference of references) {
+    const read = await runVision<FaceReadResult>(app, 'faces', reference.path);
+    if (!read.ok || !read.result.embedding) {
+      tried.push({ artifact_id: reference.id, artifact_type: reference.artifact_type, reason: read.ok ? 'no_face' : read.reason });
+      continue;
+    }
+    const similarity = Math.round(cosineSimilarity(selfie.result.embedding!, read.result.embedding) * 10000) / 10000;
+    const match = similarity >= threshold;
+    const details = {
+      similarity,
+      threshold,
+      match,
+      model,
+      reference: { artifact_id: reference.id, artifact_type: reference.artifact_type, face: read.result.faces[0] },
+      selfie_face: faces[0],
+      skipped_references: tried,
+      timings: { selfie: selfie.result.timings, reference: read.result.timings },
+    };
+    return match
+      ? { code: 'success', message: `The selfie matches the document portrait (similarity ${similarity.toFixed(3)}, threshold ${threshold}).`, data: null, details }
+      : { code: 'fail', message: `The selfie does not match the document portrait (similarity ${similarity.toFixed(3)}, threshold ${threshold}).`, data: null, details };
+  }
+  // A document still being verified may yet give a portrait: try again later, while attempts last.
+  const pending = artifacts.some((row) => REFERENCE_SOURCES.includes(row.artifact_type) && !results.has(row.id));
+  if (pending && !finalAttempt) throw new ReferenceNotReady('the reference document is still being verified');
+  const message = tried.length
+    ? 'No face was found on the reference document portrait, so the selfie cannot be compared.'
+    : 'There is no reference portrait yet: upload the document front, the passport page or the chip data before the selfie.';
+  return { code: 'fail', message, data: null, details: { reason: tried.length ? 'reference_without_face' : 'no_reference', skipped_references: tried, selfie_face: faces[0], threshold, model } };
 }
 
 async function verifyNfc(app: AppContext, artifact: ArtifactRow, session: SessionRow): Promise<Outcome> {
@@ -94,8 +191,12 @@ async function verifyNfc(app: AppContext, artifact: ArtifactRow, session: Sessio
   };
 }
 
-async function verify(app: AppContext, artifact: ArtifactRow, session: SessionRow, today: string): Promise<Outcome> {
+async function verify(app: AppContext, artifact: ArtifactRow, session: SessionRow, today: string, finalAttempt: boolean): Promise<Outcome> {
   switch (artifact.artifact_type) {
+    case 'doc_front':
+      return verifyDocFront(app, artifact, session);
+    case 'selfie':
+      return verifySelfie(app, artifact, session, finalAttempt);
     case 'doc_mrz':
     case 'passport_mrz_page':
       return verifyMrz(app, artifact, session, today);
@@ -122,11 +223,12 @@ export async function verifyArtifact(app: AppContext, artifactId: string, finalA
   if (!artifact) return;
   if (await app.db('verification_results').where({ artifact_id: artifactId }).first()) return;
   const session = (await app.db('verification_sessions').where({ id: artifact.session_id }).first()) as SessionRow;
-  const type = RESULT_TYPES[artifact.artifact_type]!;
+  const type = RESULT_TYPES[artifact.artifact_type as ArtifactType];
+  if (!type) return;
 
   let outcome: Outcome;
   try {
-    outcome = await verify(app, artifact, session, now.toISOString().slice(0, 10));
+    outcome = await verify(app, artifact, session, now.toISOString().slice(0, 10), finalAttempt);
   } catch (error) {
     if (!finalAttempt) throw error;
     app.logger.error({ err: error, artifactId }, 'verification failed on its last attempt');

@@ -7,7 +7,7 @@ import { discard, type ReceivedUpload } from './multipart.ts';
 import { findSession } from './sessions.ts';
 
 /** Artifact types verified by the pipeline in this version; their result moves them to succeeded. */
-export const VERIFIED_TYPES: ReadonlySet<ArtifactType> = new Set(['doc_mrz', 'passport_mrz_page', 'nfc_raw', 'liveness_video', 'recording']);
+export const VERIFIED_TYPES: ReadonlySet<ArtifactType> = new Set(['doc_front', 'doc_mrz', 'passport_mrz_page', 'nfc_raw', 'selfie', 'liveness_video', 'recording']);
 /** Artifact types with nothing to verify: uploading one completes it. */
 const STORED_ONLY_TYPES: ReadonlySet<ArtifactType> = new Set(['doc_back', 'snapshot']);
 
