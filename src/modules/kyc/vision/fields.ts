@@ -197,6 +197,9 @@ export function extractFields(lines: readonly TextLine[]): DocumentFields {
       const dy = line.box.y - label.line.box.y;
       const dx = line.box.x - label.x;
       if (dy <= height * 0.3 || dy > height * 3 || dx < -height * 1.5 || dx > height * 4) continue;
+      // A value belongs to the nearest label above it: another label in between owns it.
+      const between = [...labelLines].some((other) => other !== label.line && other.box.y > label.line.box.y && other.box.y < line.box.y && other.box.x < line.box.x + line.box.width && line.box.x < other.box.x + other.box.width);
+      if (between) continue;
       const cost = dy + Math.abs(dx) * 0.5;
       if (!best || cost < best.cost) best = { line, cost };
     }

@@ -1,0 +1,125 @@
+/**
+ * The document-front reader on the rendered ID card fixtures (test/fixtures/docfront/render.ts):
+ * finding and straightening the card, OCR, field extraction, the portrait.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import test from 'ava';
+import sharp from 'sharp';
+import { readDocumentFront } from '../../src/modules/kyc/vision/docfront.ts';
+import { extractFields, nationalityCode, parseDocumentDate } from '../../src/modules/kyc/vision/fields.ts';
+import type { TextLine } from '../../src/modules/kyc/vision/ocr.ts';
+
+const fixtures = path.resolve(import.meta.dirname, '../fixtures/docfront');
+const fixture = (name: string) => fs.readFileSync(path.join(fixtures, name));
+const expected = JSON.parse(fs.readFileSync(path.join(fixtures, 'expected.json'), 'utf8')).fields as Record<string, string>;
+
+/** Names as compared: OCR may drop the space between given names. */
+const normalized = (fields: Record<string, string | undefined>) =>
+  Object.fromEntries(Object.entries(fields).map(([key, value]) => [key, key.endsWith('_name') ? value?.replace(/ /g, '') : value]));
+
+test('a flat scan of the card: every field read, the portrait found, timings reported', async (t) => {
+  const { result, portrait } = await readDocumentFront(fixture('card-flat.jpg'));
+  t.true(result.text_read);
+  t.deepEqual(normalized(result.fields), normalized(expected));
+  t.true(result.face_found);
+  t.truthy(result.face && result.face.box[0] < 264 && result.face.box[1] > 100, 'the face lies in the portrait area');
+  t.truthy(portrait);
+  const meta = await sharp(portrait!).metadata();
+  t.is(meta.format, 'jpeg');
+  for (const key of ['decode_ms', 'straighten_ms', 'text_detection_ms', 'text_recognition_ms', 'fields_ms', 'face_ms', 'total_ms'] as const) {
+    t.true(result.timings[key] >= 0, key);
+  }
+  t.true(result.lines.some((line) => line.text.includes('HERNANDEZ') && line.confidence > 0.8));
+});
+
+test('a photograph of the card on a table, at an angle: the outline is found and straightened, the fields read', async (t) => {
+  const { result } = await readDocumentFront(fixture('card-photo.jpg'));
+  t.is(result.document.method, 'outline');
+  const truth = [
+    { x: 215, y: 170 },
+    { x: 1085, y: 255 },
+    { x: 1030, y: 800 },
+    { x: 150, y: 700 },
+  ];
+  result.document.corners!.forEach((corner, i) => t.true(Math.hypot(corner.x - truth[i]!.x, corner.y - truth[i]!.y) < 20, `corner ${i}: ${JSON.stringify(corner)}`));
+  t.true(Math.abs(result.document.width / result.document.height - 85.6 / 53.98) < 0.02, 'warped to the ID-1 proportions');
+  t.deepEqual(normalized(result.fields), normalized(expected));
+  t.true(result.face_found);
+});
+
+test('a card turned by 7 degrees on a white page is straightened before reading', async (t) => {
+  const turned = await sharp(fixture('card-flat.jpg')).rotate(7, { background: '#ffffff' }).jpeg().toBuffer();
+  const { result } = await readDocumentFront(turned);
+  t.not(result.document.method, 'none');
+  t.deepEqual(normalized(result.fields), normalized(expected));
+  t.true(result.face_found);
+});
+
+test('a card without a portrait: text read, no face', async (t) => {
+  const { result, portrait } = await readDocumentFront(fixture('card-no-portrait.jpg'));
+  t.true(result.text_read);
+  t.false(result.face_found);
+  t.is(portrait, null);
+});
+
+test('a photograph that is not a document: the text is not read', async (t) => {
+  const { result } = await readDocumentFront(fs.readFileSync(path.resolve(import.meta.dirname, '../fixtures/faces/cameraman.jpg')));
+  t.false(result.text_read);
+  t.deepEqual(result.fields, {});
+});
+
+const line = (text: string, x: number, y: number, width = 200, height = 20): TextLine => ({ text, confidence: 0.99, box: { x, y, width, height } });
+
+test('extractFields: values below bilingual labels, values after a label on its line, misread labels', (t) => {
+  const fields = extractFields([
+    line('Surname/Nom', 10, 10),
+    line('DOE', 12, 35),
+    line('Given names/Prenoms', 10, 70),
+    line('JOHN PETER', 12, 95),
+    line('Nationaity/Nationalte', 10, 130),
+    line('CANADIAN', 12, 155),
+    line('Sex: M', 300, 130),
+    line('DaleofBirth/Date de naissance', 10, 190),
+    line('01.02.1990', 12, 215),
+    line('Passport No.', 300, 190),
+    line('AB1234567', 302, 215),
+    line('Date of expiry', 10, 250),
+    line('2030-06-30', 12, 275),
+    line('P<CANDOE<<JOHN<PETER<<<<<<<<<<<<<<<<<<<<<<<', 10, 320, 600),
+  ]);
+  t.deepEqual(fields, {
+    last_name: 'DOE',
+    first_name: 'JOHN PETER',
+    nationality: 'CANADIAN',
+    sex: 'M',
+    birth_date: '1990-02-01',
+    document_number: 'AB1234567',
+    expiry_date: '2030-06-30',
+  });
+});
+
+test('extractFields: a label without a value nearby gives no field, and another label is not taken as a value', (t) => {
+  const fields = extractFields([line('Surname', 10, 10), line('Place of birth', 12, 35), line('ZENITH', 12, 60)]);
+  t.deepEqual(fields, {});
+});
+
+test('parseDocumentDate: the formats documents print, two-digit years by the kind of date', (t) => {
+  const today = new Date('2026-11-22');
+  t.is(parseDocumentDate('12 AUG/AOUT 74', 'past', today), '1974-08-12');
+  t.is(parseDocumentDate('15APR/AVR12', 'future', today), '2012-04-15');
+  t.is(parseDocumentDate('03 MAR 1985', 'past', today), '1985-03-03');
+  t.is(parseDocumentDate('14.11.2031', 'future', today), '2031-11-14');
+  t.is(parseDocumentDate('2031-11-14', 'future', today), '2031-11-14');
+  t.is(parseDocumentDate('01 JAN 20', 'past', today), '2020-01-01');
+  t.is(parseDocumentDate('01 JAN 30', 'past', today), '1930-01-01');
+  t.is(parseDocumentDate('31 FOO 1999', 'past', today), null);
+  t.is(parseDocumentDate('45.13.1999', 'past', today), null);
+});
+
+test('nationalityCode: codes and English country names; demonyms and fictional states stay unknown', (t) => {
+  t.is(nationalityCode('ESP'), 'ESP');
+  t.is(nationalityCode('Spain'), 'ESP');
+  t.is(nationalityCode('UTO'), null);
+  t.is(nationalityCode(undefined), null);
+});

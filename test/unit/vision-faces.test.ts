@@ -1,0 +1,147 @@
+/**
+ * Face detection, alignment and embedding on the public-domain test faces (test/fixtures/faces),
+ * the configurable embedding model, and the image intake's refusals shared by every reader.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import zlib from 'node:zlib';
+import test from 'ava';
+import sharp from 'sharp';
+import { loadConfig, ConfigError } from '../../src/config.ts';
+import { DEFAULT_EMBEDDER, loadEmbedderSpec } from '../../src/modules/kyc/vision/embedder.ts';
+import { cosineSimilarity, detectFaces, readFaces, similarityTransform } from '../../src/modules/kyc/vision/faces.ts';
+import { decodeImage, ImageError } from '../../src/modules/kyc/vision/image.ts';
+import { readDocumentFront } from '../../src/modules/kyc/vision/docfront.ts';
+
+const faces = path.resolve(import.meta.dirname, '../fixtures/faces');
+const astronaut = fs.readFileSync(path.join(faces, 'astronaut.jpg'));
+const cameraman = fs.readFileSync(path.join(faces, 'cameraman.jpg'));
+const spec = loadEmbedderSpec(DEFAULT_EMBEDDER);
+
+test('one face in the astronaut photograph, landmarks where a face has them', async (t) => {
+  const image = await decodeImage(astronaut, { channels: 3, maxPixels: 1e7 });
+  const found = await detectFaces(image);
+  t.is(found.length, 1);
+  const [face] = found;
+  const { right_eye, left_eye, nose, mouth } = face!.landmarks;
+  t.true(right_eye.x < left_eye.x, 'the subject\'s right eye is on the image\'s left');
+  t.true(nose.y > right_eye.y && mouth.y > nose.y, 'eyes above the nose above the mouth');
+  t.true(face!.box.x < right_eye.x && face!.box.x + face!.box.width > left_eye.x);
+});
+
+test('the same face after a crop, a smaller size and other light is taken for the same person; another person is not', async (t) => {
+  const reference = await readFaces(astronaut, spec);
+  const variant = await sharp(astronaut).extract({ left: 80, top: 0, width: 360, height: 360 }).resize(240).modulate({ brightness: 1.15 }).jpeg({ quality: 70 }).toBuffer();
+  const same = await readFaces(variant, spec);
+  const other = await readFaces(cameraman, spec);
+  const sameSimilarity = cosineSimilarity(reference.embedding!, same.embedding!);
+  const otherSimilarity = cosineSimilarity(reference.embedding!, other.embedding!);
+  t.true(sameSimilarity >= spec.threshold, `same: ${sameSimilarity}`);
+  t.true(otherSimilarity < spec.threshold, `other: ${otherSimilarity}`);
+  t.is(reference.embedding!.length, 128);
+  t.true(Math.abs(Math.hypot(...reference.embedding!) - 1) < 1e-4, 'unit length');
+});
+
+test('two faces side by side: both found, largest first', async (t) => {
+  const left = await sharp(astronaut).resize(400).toBuffer();
+  const right = await sharp(astronaut).flop().resize(300).toBuffer();
+  const pair = await sharp({ create: { width: 760, height: 420, channels: 3, background: '#888' } })
+    .composite([
+      { input: left, left: 0, top: 0 },
+      { input: right, left: 440, top: 60 },
+    ])
+    .jpeg()
+    .toBuffer();
+  const read = await readFaces(pair, spec);
+  t.is(read.faces.length, 2);
+  t.true(read.faces[0]!.box[2] >= read.faces[1]!.box[2]);
+});
+
+test('no face in a picture of text', async (t) => {
+  const read = await readFaces(fs.readFileSync(path.resolve(import.meta.dirname, '../fixtures/docfront/card-no-portrait.jpg')), spec);
+  t.deepEqual(read.faces, []);
+  t.is(read.embedding, null);
+});
+
+test('similarityTransform maps points exactly when they are a rotated, scaled, shifted copy', (t) => {
+  const from = [
+    { x: 0, y: 0 },
+    { x: 10, y: 0 },
+    { x: 5, y: 8 },
+  ];
+  const angle = 0.3;
+  const to = from.map((p) => ({ x: 2 * (p.x * Math.cos(angle) - p.y * Math.sin(angle)) + 7, y: 2 * (p.x * Math.sin(angle) + p.y * Math.cos(angle)) - 3 }));
+  const m = similarityTransform(from, to);
+  from.forEach((p, i) => {
+    t.true(Math.abs(m[0]! * p.x + m[1]! * p.y + m[2]! - to[i]!.x) < 1e-9);
+    t.true(Math.abs(m[3]! * p.x + m[4]! * p.y + m[5]! - to[i]!.y) < 1e-9);
+  });
+});
+
+test('another embedding model is chosen by configuration, with its own input size and threshold', async (t) => {
+  const specPath = path.join(faces, 'pixels-test-model.json');
+  const config = loadConfig({ WARDEN_FACE_MODEL: specPath });
+  t.is(config.face.model.name, 'pixels-test-model');
+  t.is(config.face.threshold, 0.5);
+  t.is(loadConfig({ WARDEN_FACE_MODEL: specPath, WARDEN_FACE_THRESHOLD: '0.8' }).face.threshold, 0.8);
+  const read = await readFaces(astronaut, config.face.model);
+  t.is(read.embedding!.length, 48);
+  t.is(loadConfig({}).face.model.name, 'dlib-resnet-v1');
+});
+
+test('a missing or malformed embedding model description stops the configuration with its name', (t) => {
+  t.throws(() => loadConfig({ WARDEN_FACE_MODEL: '/nonexistent/model.json' }), { instanceOf: ConfigError, message: /WARDEN_FACE_MODEL/ });
+  const bad = path.join(fs.mkdtempSync('/tmp/warden-face-'), 'bad.json');
+  fs.writeFileSync(bad, JSON.stringify({ name: 'x', file: 'x.onnx', input_size: 112 }));
+  t.throws(() => loadConfig({ WARDEN_FACE_MODEL: bad }), { instanceOf: ConfigError, message: /threshold/ });
+  t.throws(() => loadConfig({ WARDEN_VISION_WORKERS: '2', WARDEN_ONNX_THREADS: '64' }), { instanceOf: ConfigError, message: /WARDEN_ONNX_THREADS/ });
+});
+
+/** A valid PNG header claiming 60000 x 60000 pixels over a few bytes of data: a decompression bomb. */
+function bombPng(): Buffer {
+  const chunk = (type: string, data: Buffer) => {
+    const body = Buffer.concat([Buffer.from(type, 'ascii'), data]);
+    const length = Buffer.alloc(4);
+    length.writeUInt32BE(data.length);
+    const crc = Buffer.alloc(4);
+    crc.writeUInt32BE(zlib.crc32(body));
+    return Buffer.concat([length, body, crc]);
+  };
+  const header = Buffer.alloc(13);
+  header.writeUInt32BE(60_000, 0);
+  header.writeUInt32BE(60_000, 4);
+  header.set([8, 0, 0, 0, 0], 8);
+  return Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), chunk('IHDR', header), chunk('IDAT', zlib.deflateSync(Buffer.alloc(1000))), chunk('IEND', Buffer.alloc(0))]);
+}
+
+test('unusable images are refused with a reason: tiny, huge, animated, truncated, not an image', async (t) => {
+  const refusal = async (image: Buffer) => (await t.throwsAsync(readFaces(image, spec), { instanceOf: ImageError }))!.reason;
+  t.is(await refusal(await sharp(astronaut).resize(20).jpeg().toBuffer()), 'image_too_small');
+  t.is(await refusal(bombPng()), 'image_too_large');
+  // Two different frames (the GIF writer merges identical ones).
+  const frames = [await sharp(astronaut).resize(100).png().toBuffer(), await sharp(astronaut).resize(100).negate().png().toBuffer()];
+  const animated = await sharp(frames, { join: { animated: true } }).gif().toBuffer();
+  t.is(await refusal(animated), 'image_animated');
+  t.is(await refusal(await sharp(frames, { join: { animated: true } }).webp().toBuffer()), 'image_animated');
+  t.is(await refusal(astronaut.subarray(0, astronaut.length / 2)), 'image_unreadable');
+  t.is(await refusal(Buffer.from('not an image at all, just some text')), 'image_unreadable');
+  t.is(await refusal(Buffer.alloc(0)), 'image_empty');
+  // The same intake guards the document reader.
+  t.is((await t.throwsAsync(readDocumentFront(animated), { instanceOf: ImageError }))!.reason, 'image_animated');
+});
+
+test('CMYK, 16-bit and EXIF-rotated photographs are read like ordinary ones', async (t) => {
+  const reference = await readFaces(astronaut, spec);
+  const cmyk = await sharp(astronaut).toColourspace('cmyk').jpeg().toBuffer();
+  t.is((await sharp(cmyk).metadata()).space, 'cmyk');
+  const sixteen = await sharp(astronaut).toColourspace('rgb16').png().toBuffer();
+  t.is((await sharp(sixteen).metadata()).depth, 'ushort');
+  // Stored sideways with an EXIF tag saying "rotate 90 degrees clockwise to view".
+  const sideways = await sharp(astronaut).rotate(-90).withMetadata({ orientation: 6 }).jpeg().toBuffer();
+  t.is((await sharp(sideways).metadata()).orientation, 6);
+  for (const [name, image] of [['cmyk', cmyk], ['16-bit', sixteen], ['exif', sideways]] as const) {
+    const read = await readFaces(image, spec);
+    t.is(read.faces.length, 1, name);
+    t.true(cosineSimilarity(reference.embedding!, read.embedding!) > 0.97, name);
+  }
+});
