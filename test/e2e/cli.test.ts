@@ -110,3 +110,32 @@ test('verify mrz reads a photographed MRZ without a database and prints lines, f
   const missing = await warden('verify', 'mrz', '/nonexistent.jpg');
   t.is(missing.code, 1);
 });
+
+test('verify doc-front prints the fields, the outline, the portrait box and timings', async (t) => {
+  const expected = JSON.parse(await fs.readFile(path.join(root, 'test/fixtures/docfront/expected.json'), 'utf8')).fields;
+  const result = (await warden('verify', 'doc-front', 'test/fixtures/docfront/card-photo.jpg')).json as Record<string, any>;
+  t.is(result.fields.document_number, expected.document_number);
+  t.is(result.fields.birth_date, expected.birth_date);
+  t.is(result.document.method, 'outline');
+  t.true(result.face_found);
+  t.is(result.face.box.length, 4);
+  t.true(result.lines.every((line: { box: number[] }) => line.box.length === 4));
+  t.is(typeof result.timings.text_recognition_ms, 'number');
+});
+
+test('verify face prints faces, similarity, threshold and the verdict; the threshold follows the environment', async (t) => {
+  const same = (await warden('verify', 'face', 'test/fixtures/faces/astronaut.jpg', 'test/fixtures/docfront/card-flat.jpg')).json as Record<string, any>;
+  t.is(same.model, 'dlib-resnet-v1');
+  t.is(same.threshold, 0.94);
+  t.true(same.similarity >= 0.94, String(same.similarity));
+  t.true(same.match);
+  t.deepEqual(same.images.map((image: { face_count: number }) => image.face_count), [1, 1]);
+  const other = (await warden('verify', 'face', 'test/fixtures/faces/astronaut.jpg', 'test/fixtures/faces/cameraman.jpg')).json as Record<string, any>;
+  t.false(other.match);
+  const noFace = (await warden('verify', 'face', 'test/fixtures/faces/astronaut.jpg', 'test/fixtures/docfront/card-no-portrait.jpg')).json as Record<string, any>;
+  t.is(noFace.similarity, null);
+  t.false(noFace.match);
+  t.false(noFace.images[1].face_found);
+  const usage = await warden('verify', 'face', 'test/fixtures/faces/astronaut.jpg');
+  t.is(usage.code, 2);
+});
