@@ -11,8 +11,9 @@ import { warmUp } from '../src/modules/kyc/mrz/model.ts';
 import { readMrz, type MrzReadResult } from '../src/modules/kyc/mrz/read.ts';
 import { readDocumentFront, type DocumentFrontResult } from '../src/modules/kyc/vision/docfront.ts';
 import { DEFAULT_EMBEDDER, loadEmbedderSpec, type EmbedderSpec } from '../src/modules/kyc/vision/embedder.ts';
-import { readFaces, type FaceReadResult } from '../src/modules/kyc/vision/faces.ts';
+import { loadFaceModels, readFaces, type FaceReadResult } from '../src/modules/kyc/vision/faces.ts';
 import { ImageError } from '../src/modules/kyc/vision/image.ts';
+import { loadOcrModels } from '../src/modules/kyc/vision/ocr.ts';
 import { setOnnxThreads } from '../src/modules/kyc/vision/onnx.ts';
 
 export interface VisionWorkerData {
@@ -24,12 +25,12 @@ export interface VisionWorkerData {
 const settings = workerData as VisionWorkerData | undefined;
 sharp.concurrency(1);
 if (settings) setOnnxThreads(settings.onnxThreads);
-let embedder: EmbedderSpec | null = null;
+const embedder: EmbedderSpec = loadEmbedderSpec(settings?.faceModel ?? DEFAULT_EMBEDDER);
 
-// Load the MRZ model in the background when the worker starts. Not awaited: a top-level await in a
-// worker entry breaks tsx's module loading in worker threads on Node 20. A failure here shows again,
-// as a fail result, on the first image.
-void warmUp().catch(() => {});
+// Load the models in the background when the worker starts, so the first document does not wait
+// for session creation. Not awaited: a top-level await in a worker entry breaks tsx's module
+// loading in worker threads on Node 20. A failure here shows again, as a fail result, on first use.
+void Promise.all([warmUp(), loadOcrModels(), loadFaceModels(embedder)]).catch(() => {});
 
 export type VisionTask = { type: 'mrz'; image: Uint8Array } | { type: 'docfront'; image: Uint8Array } | { type: 'faces'; image: Uint8Array };
 
@@ -57,7 +58,6 @@ export default async function run(task: VisionTask): Promise<VisionOutcome<MrzRe
         return Piscina.move({ [transferableSymbol]: copy.buffer, [valueSymbol]: outcome }) as unknown as VisionOutcome<DocumentFrontOutput>;
       }
       case 'faces':
-        embedder ??= loadEmbedderSpec(settings?.faceModel ?? DEFAULT_EMBEDDER);
         return { ok: true, result: await readFaces(image, embedder) };
     }
   } catch (error) {

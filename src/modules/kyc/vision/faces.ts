@@ -49,6 +49,11 @@ function iou(a: Face['box'], b: Face['box']): number {
   return overlap / (a.width * a.height + b.width * b.height - overlap);
 }
 
+/** Creates the detector's and the embedder's sessions ahead of the first image (worker start-up). */
+export async function loadFaceModels(spec: EmbedderSpec): Promise<void> {
+  await Promise.all([onnxSession(DETECTOR_PATH), onnxSession(spec.path)]);
+}
+
 /**
  * Faces in an RGB raster, best first. The image is fitted into the detector's square (letterboxed,
  * so its proportions hold) and the boxes and landmarks are mapped back to image pixels.

@@ -19,6 +19,12 @@ function alphabet(): string[] {
   return characters;
 }
 
+/** Creates both sessions ahead of the first document (worker start-up). */
+export async function loadOcrModels(): Promise<void> {
+  alphabet();
+  await Promise.all([onnxSession(DETECTOR_PATH), onnxSession(RECOGNIZER_PATH)]);
+}
+
 /** PaddleOCR's detector settings (DBPostProcess defaults). */
 const TEXT_THRESHOLD = 0.3;
 const BOX_THRESHOLD = 0.6;
