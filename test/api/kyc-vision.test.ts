@@ -9,6 +9,7 @@ import sharp from 'sharp';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { defineTestFlow, openSession, registeredClient, upload, waitFor } from '../helpers/kyc.ts';
 import { verifyArtifact } from '../../src/modules/kyc/pipeline.ts';
+import { animated, bombPng, twoFaces } from '../helpers/images.ts';
 
 const UPLOAD = '/api/document/upload_document/';
 const fixtures = path.resolve(import.meta.dirname, '../fixtures');
@@ -141,15 +142,7 @@ test('selfie: no reference yet, another person, no face, several faces', async (
   t.is(empty.code, 'fail');
   t.is(empty.details.reason, 'no_face');
 
-  const face = await fs.readFile(path.join(fixtures, 'faces/astronaut.jpg'));
-  const pair = await sharp({ create: { width: 760, height: 420, channels: 3, background: '#888' } })
-    .composite([
-      { input: await sharp(face).resize(400).toBuffer(), left: 0, top: 0 },
-      { input: await sharp(face).flop().resize(300).toBuffer(), left: 440, top: 60 },
-    ])
-    .jpeg()
-    .toBuffer();
-  const several = await send(session.endpoint_token, 'selfie', pair);
+  const several = await send(session.endpoint_token, 'selfie', await twoFaces(await read('faces/astronaut.jpg')));
   t.is(several.code, 'fail');
   t.is(several.details.reason, 'several_faces');
   t.regex(several.message, /2 faces/);
@@ -196,11 +189,10 @@ test('a selfie whose reference document is still being verified is retried, and 
 test('bad images as doc_front and selfie each give a fail result and the worker keeps serving', async (t) => {
   const session = await openSession(app, token, { customer_ref: 'vision-bad' });
   const face = await read('faces/astronaut.jpg');
-  const frames = [await sharp(face).resize(100).png().toBuffer(), await sharp(face).resize(100).negate().png().toBuffer()];
   const cases: [string, Buffer, string, RegExp][] = [
     ['tiny.png', await sharp(face).resize(16).png().toBuffer(), 'image/png', /16x16/],
-    ['animated.gif', await sharp(frames, { join: { animated: true } }).gif().toBuffer(), 'image/gif', /frames/],
-    ['bomb.png', await sharp({ create: { width: 12000, height: 12000, channels: 3, background: '#000' } }).png({ compressionLevel: 9 }).toBuffer(), 'image/png', /more than/],
+    ['animated.gif', await animated(face, 'gif'), 'image/gif', /frames/],
+    ['bomb.png', bombPng(), 'image/png', /more than/],
     ['truncated.jpg', face.subarray(0, Math.floor(face.length / 3)), 'image/jpeg', /decoded/],
   ];
   for (const [name, bytes, type, message] of cases) {

@@ -1,7 +1,6 @@
 // Fixtures in test/fixtures/mrz are made by models/mrz/render-fixtures.ts (expected.json holds the truth).
 import fs from 'node:fs';
 import path from 'node:path';
-import zlib from 'node:zlib';
 import test from 'ava';
 import sharp from 'sharp';
 import { seededRandom, ocrbFontInstalled } from '../../models/mrz/render-training-data.ts';
@@ -9,6 +8,7 @@ import { photograph, randomDocument, renderPage } from '../../models/mrz/synthet
 import type { MrzFormat } from '../../src/modules/kyc/mrz/decode.ts';
 import { readMrz, type MrzReadResult } from '../../src/modules/kyc/mrz/read.ts';
 import { ImageError } from '../../src/modules/kyc/vision/image.ts';
+import { bombPng } from '../helpers/images.ts';
 
 const FIXTURES = path.resolve(import.meta.dirname, '../fixtures/mrz');
 
@@ -114,24 +114,6 @@ test('a truncated JPEG is refused as image_unreadable', async (t) => {
   const jpeg = fixture('td3-flat.jpg');
   t.is((await rejection(t, jpeg.subarray(0, Math.floor(jpeg.length / 2)))).reason, 'image_unreadable');
 });
-
-/** A valid PNG header claiming 60000 x 60000 pixels over a few bytes of data: a decompression bomb. */
-function bombPng(): Buffer {
-  const chunk = (type: string, data: Buffer) => {
-    const body = Buffer.concat([Buffer.from(type, 'ascii'), data]);
-    const length = Buffer.alloc(4);
-    length.writeUInt32BE(data.length);
-    const crc = Buffer.alloc(4);
-    crc.writeUInt32BE(zlib.crc32(body));
-    return Buffer.concat([length, body, crc]);
-  };
-  const header = Buffer.alloc(13);
-  header.writeUInt32BE(60_000, 0);
-  header.writeUInt32BE(60_000, 4);
-  header.set([8, 0, 0, 0, 0], 8);
-  const rows = zlib.deflateSync(Buffer.alloc(60_001 * 4));
-  return Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), chunk('IHDR', header), chunk('IDAT', rows), chunk('IEND', Buffer.alloc(0))]);
-}
 
 test('a decompression bomb is refused as image_too_large before it is decoded', async (t) => {
   const error = await rejection(t, bombPng());

@@ -4,7 +4,6 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import zlib from 'node:zlib';
 import test from 'ava';
 import sharp from 'sharp';
 import { loadConfig, ConfigError } from '../../src/config.ts';
@@ -12,6 +11,7 @@ import { DEFAULT_EMBEDDER, loadEmbedderSpec } from '../../src/modules/kyc/vision
 import { cosineSimilarity, detectFaces, readFaces, similarityTransform } from '../../src/modules/kyc/vision/faces.ts';
 import { decodeImage, ImageError } from '../../src/modules/kyc/vision/image.ts';
 import { readDocumentFront } from '../../src/modules/kyc/vision/docfront.ts';
+import { animated, bombPng, twoFaces } from '../helpers/images.ts';
 
 const faces = path.resolve(import.meta.dirname, '../fixtures/faces');
 const astronaut = fs.readFileSync(path.join(faces, 'astronaut.jpg'));
@@ -43,16 +43,7 @@ test('the same face after a crop, a smaller size and other light is taken for th
 });
 
 test('two faces side by side: both found, largest first', async (t) => {
-  const left = await sharp(astronaut).resize(400).toBuffer();
-  const right = await sharp(astronaut).flop().resize(300).toBuffer();
-  const pair = await sharp({ create: { width: 760, height: 420, channels: 3, background: '#888' } })
-    .composite([
-      { input: left, left: 0, top: 0 },
-      { input: right, left: 440, top: 60 },
-    ])
-    .jpeg()
-    .toBuffer();
-  const read = await readFaces(pair, spec);
+  const read = await readFaces(await twoFaces(astronaut), spec);
   t.is(read.faces.length, 2);
   t.true(read.faces[0]!.box[2] >= read.faces[1]!.box[2]);
 });
@@ -97,37 +88,18 @@ test('a missing or malformed embedding model description stops the configuration
   t.throws(() => loadConfig({ WARDEN_VISION_WORKERS: '2', WARDEN_ONNX_THREADS: '64' }), { instanceOf: ConfigError, message: /WARDEN_ONNX_THREADS/ });
 });
 
-/** A valid PNG header claiming 60000 x 60000 pixels over a few bytes of data: a decompression bomb. */
-function bombPng(): Buffer {
-  const chunk = (type: string, data: Buffer) => {
-    const body = Buffer.concat([Buffer.from(type, 'ascii'), data]);
-    const length = Buffer.alloc(4);
-    length.writeUInt32BE(data.length);
-    const crc = Buffer.alloc(4);
-    crc.writeUInt32BE(zlib.crc32(body));
-    return Buffer.concat([length, body, crc]);
-  };
-  const header = Buffer.alloc(13);
-  header.writeUInt32BE(60_000, 0);
-  header.writeUInt32BE(60_000, 4);
-  header.set([8, 0, 0, 0, 0], 8);
-  return Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), chunk('IHDR', header), chunk('IDAT', zlib.deflateSync(Buffer.alloc(1000))), chunk('IEND', Buffer.alloc(0))]);
-}
-
 test('unusable images are refused with a reason: tiny, huge, animated, truncated, not an image', async (t) => {
   const refusal = async (image: Buffer) => (await t.throwsAsync(readFaces(image, spec), { instanceOf: ImageError }))!.reason;
   t.is(await refusal(await sharp(astronaut).resize(20).jpeg().toBuffer()), 'image_too_small');
   t.is(await refusal(bombPng()), 'image_too_large');
-  // Two different frames (the GIF writer merges identical ones).
-  const frames = [await sharp(astronaut).resize(100).png().toBuffer(), await sharp(astronaut).resize(100).negate().png().toBuffer()];
-  const animated = await sharp(frames, { join: { animated: true } }).gif().toBuffer();
-  t.is(await refusal(animated), 'image_animated');
-  t.is(await refusal(await sharp(frames, { join: { animated: true } }).webp().toBuffer()), 'image_animated');
+  const gif = await animated(astronaut, 'gif');
+  t.is(await refusal(gif), 'image_animated');
+  t.is(await refusal(await animated(astronaut, 'webp')), 'image_animated');
   t.is(await refusal(astronaut.subarray(0, astronaut.length / 2)), 'image_unreadable');
   t.is(await refusal(Buffer.from('not an image at all, just some text')), 'image_unreadable');
   t.is(await refusal(Buffer.alloc(0)), 'image_empty');
   // The same intake guards the document reader.
-  t.is((await t.throwsAsync(readDocumentFront(animated), { instanceOf: ImageError }))!.reason, 'image_animated');
+  t.is((await t.throwsAsync(readDocumentFront(gif), { instanceOf: ImageError }))!.reason, 'image_animated');
 });
 
 test('CMYK, 16-bit and EXIF-rotated photographs are read like ordinary ones', async (t) => {
