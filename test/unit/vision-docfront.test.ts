@@ -36,6 +36,7 @@ test('a flat scan of the card: every field read, the portrait found, timings rep
 test('a photograph of the card on a table, at an angle: the outline is found and straightened, the fields read', async (t) => {
   const { result } = await readDocumentFront(fixture('card-photo.jpg'));
   t.is(result.document.method, 'outline');
+  t.is(result.document.rotation, 0);
   const truth = [
     { x: 215, y: 170 },
     { x: 1085, y: 255 },
@@ -54,6 +55,19 @@ test('a card turned by 7 degrees on a white page is straightened before reading'
   t.not(result.document.method, 'none');
   t.deepEqual(normalized(result.fields), normalized(expected));
   t.true(result.face_found);
+});
+
+test('a card upside down or on its side is turned upright before reading', async (t) => {
+  for (const [turn, rotation] of [
+    [180, 180],
+    [90, 270],
+    [270, 90],
+  ] as const) {
+    const { result } = await readDocumentFront(await sharp(fixture('card-flat.jpg')).rotate(turn).jpeg().toBuffer());
+    t.is(result.document.rotation, rotation, `turned ${turn}`);
+    t.deepEqual(normalized(result.fields), normalized(expected), `turned ${turn}`);
+    t.true(result.face_found, `turned ${turn}`);
+  }
 });
 
 test('a card without a portrait: text read, no face', async (t) => {

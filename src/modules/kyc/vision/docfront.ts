@@ -4,10 +4,10 @@
  * a JPEG to serve as the reference for a later selfie).
  */
 import { straightenDocument } from './document.ts';
-import { DEFAULT_MAX_PIXELS, decodeImage, encodeJpeg, warp, type Raster } from './image.ts';
+import { DEFAULT_MAX_PIXELS, decodeImage, encodeJpeg, rotateRaster, warp, type Raster } from './image.ts';
 import { detectFaces, type Face } from './faces.ts';
 import { extractFields, type DocumentFields } from './fields.ts';
-import { detectText, recognizeText, type TextLine } from './ocr.ts';
+import { detectText, recognizeText, upsideDownProbability, type TextBox, type TextLine } from './ocr.ts';
 
 /** Photographs are read at this long side at most; document text stays well legible. */
 const READ_SIDE = 1600;
@@ -23,7 +23,8 @@ export interface DocumentFrontResult {
   text_read: boolean;
   fields: DocumentFields;
   lines: { text: string; confidence: number; box: [number, number, number, number] }[];
-  document: { method: 'outline' | 'deskew' | 'none'; corners: { x: number; y: number }[] | null; angle: number; width: number; height: number };
+  /** How the document was found and straightened; `rotation` is the quarter turns (degrees, clockwise) applied to make its text upright. */
+  document: { method: 'outline' | 'deskew' | 'none'; corners: { x: number; y: number }[] | null; angle: number; rotation: 0 | 90 | 180 | 270; width: number; height: number };
   face_found: boolean;
   /** The portrait's box in the straightened document, and the detector's score. */
   face: { box: [number, number, number, number]; score: number } | null;
@@ -44,15 +45,48 @@ function portraitCrop(image: Raster, face: Face): Raster {
   return warp(image, [1, 0, x0, 0, 1, y0, 0, 0, 1], width, height);
 }
 
+/** Above this the text is taken to be upside down. */
+const UPSIDE_DOWN = 0.6;
+
+/** Boxes of vertical text (a document on its side) outnumber horizontal ones at least two to one. */
+function mostlyVertical(boxes: readonly TextBox[]): boolean {
+  const vertical = boxes.filter((box) => box.height > 1.5 * box.width).length;
+  const horizontal = boxes.filter((box) => box.width > 1.5 * box.height).length;
+  return vertical >= 3 && vertical > 2 * horizontal;
+}
+
+/**
+ * Finds the text and turns the document so it reads upright: a quarter turn when the lines run
+ * vertically (and the text detected again), a half turn when the direction classifier finds them
+ * upside down (the boxes turned with the image).
+ */
+async function uprightText(image: Raster): Promise<{ document: Raster; boxes: TextBox[]; rotation: 0 | 90 | 180 | 270 }> {
+  let document = image;
+  let boxes = await detectText(document, TEXT_DETECTION_SIDE);
+  let rotation: 0 | 90 | 180 | 270 = 0;
+  if (mostlyVertical(boxes)) {
+    // Detected again: the detector misses short vertical runs (a lone "F" under "Sex").
+    document = rotateRaster(document, 90);
+    boxes = await detectText(document, TEXT_DETECTION_SIDE);
+    rotation = 90;
+  }
+  if ((await upsideDownProbability(document, boxes)) > UPSIDE_DOWN) {
+    const { width, height } = document;
+    document = rotateRaster(document, 180);
+    boxes = boxes.map((box) => ({ x: width - box.x - box.width, y: height - box.y - box.height, width: box.width, height: box.height }));
+    rotation = rotation === 90 ? 270 : 180;
+  }
+  return { document, boxes, rotation };
+}
+
 /** Reads a document front. Throws ImageError for an unusable image. */
 export async function readDocumentFront(input: Buffer | Uint8Array | ArrayBuffer): Promise<{ result: DocumentFrontResult; portrait: Buffer | null }> {
   const started = performance.now();
   const photo = await decodeImage(input, { channels: 3, maxPixels: DEFAULT_MAX_PIXELS, maxSide: READ_SIDE });
   const decoded = performance.now();
   const straightened = await straightenDocument(photo);
-  const document = straightened.image;
   const straightenedAt = performance.now();
-  const boxes = await detectText(document, TEXT_DETECTION_SIDE);
+  const { document, boxes, rotation } = await uprightText(straightened.image);
   const detectedAt = performance.now();
   const lines: TextLine[] = (await recognizeText(document, boxes)).filter((line) => line.text);
   const recognizedAt = performance.now();
@@ -72,6 +106,7 @@ export async function readDocumentFront(input: Buffer | Uint8Array | ArrayBuffer
         method: straightened.method,
         corners: straightened.corners?.map((p) => ({ x: round(p.x), y: round(p.y) })) ?? null,
         angle: Math.round(straightened.angle * 10) / 10,
+        rotation,
         width: document.width,
         height: document.height,
       },

@@ -154,3 +154,19 @@ export function warp(source: Raster, h: ArrayLike<number>, width: number, height
   }
   return { width, height, channels, data: out };
 }
+
+/** The raster turned clockwise by a quarter turn or a half turn. */
+export function rotateRaster(image: Raster, degrees: 90 | 180): Raster {
+  const { width, height, channels, data } = image;
+  const out = new Uint8Array(data.length);
+  const [outWidth, outHeight] = degrees === 90 ? [height, width] : [width, height];
+  for (let y = 0; y < height; y++) {
+    for (let x = 0; x < width; x++) {
+      const [tx, ty] = degrees === 90 ? [height - 1 - y, x] : [width - 1 - x, height - 1 - y];
+      const source = (y * width + x) * channels;
+      const target = (ty * outWidth + tx) * channels;
+      for (let c = 0; c < channels; c++) out[target + c] = data[source + c]!;
+    }
+  }
+  return { width: outWidth, height: outHeight, channels, data: out };
+}

@@ -11,6 +11,7 @@ import { onnxSession, ort } from './onnx.ts';
 const MODELS_DIR = path.resolve(import.meta.dirname, '../../../../models/ocr');
 const DETECTOR_PATH = path.join(MODELS_DIR, 'ppocrv4-det.onnx');
 const RECOGNIZER_PATH = path.join(MODELS_DIR, 'ppocrv4-rec.onnx');
+const CLASSIFIER_PATH = path.join(MODELS_DIR, 'ppocr-cls.onnx');
 
 /** Index 0 is the CTC blank; the keys file gives 1..6623, and the last class is a space. */
 let characters: string[] | null = null;
@@ -19,10 +20,10 @@ function alphabet(): string[] {
   return characters;
 }
 
-/** Creates both sessions ahead of the first document (worker start-up). */
+/** Creates the sessions ahead of the first document (worker start-up). */
 export async function loadOcrModels(): Promise<void> {
   alphabet();
-  await Promise.all([onnxSession(DETECTOR_PATH), onnxSession(RECOGNIZER_PATH)]);
+  await Promise.all([onnxSession(DETECTOR_PATH), onnxSession(RECOGNIZER_PATH), onnxSession(CLASSIFIER_PATH)]);
 }
 
 /** PaddleOCR's detector settings (DBPostProcess defaults). */
@@ -130,6 +131,41 @@ function crop(image: Raster, box: TextBox): Raster {
   const data = new Uint8Array(width * height * 3);
   for (let y = 0; y < height; y++) data.set(image.data.subarray(((y0 + y) * image.width + x0) * 3, ((y0 + y) * image.width + x0 + width) * 3), y * width * 3);
   return { width, height, channels: 3, data };
+}
+
+/** Lines seen: the direction classifier looks at this many of the widest. */
+const CLS_LINES = 8;
+const CLS_HEIGHT = 48;
+const CLS_WIDTH = 192;
+
+/**
+ * How likely the text in these boxes is upside down: PP-OCR's direction classifier (0 or 180
+ * degrees) on the widest lines, averaged. 0 when there are no boxes.
+ */
+export async function upsideDownProbability(image: Raster, boxes: readonly TextBox[]): Promise<number> {
+  const widest = [...boxes].sort((a, b) => b.width - a.width).slice(0, CLS_LINES);
+  if (widest.length === 0) return 0;
+  const plane = CLS_HEIGHT * CLS_WIDTH;
+  const input = new Float32Array(widest.length * 3 * plane);
+  await Promise.all(
+    widest.map(async (box, n) => {
+      const region = crop(image, box);
+      const width = Math.min(CLS_WIDTH, Math.max(1, Math.ceil((CLS_HEIGHT * region.width) / region.height)));
+      const strip = await resizeRaster(region, width, CLS_HEIGHT, 'fill');
+      for (let y = 0; y < CLS_HEIGHT; y++) {
+        for (let x = 0; x < width; x++) {
+          const source = (y * width + x) * 3;
+          for (let c = 0; c < 3; c++) input[(n * 3 + c) * plane + y * CLS_WIDTH + x] = strip.data[source + (2 - c)]! / 127.5 - 1;
+        }
+      }
+    }),
+  );
+  const session = await onnxSession(CLASSIFIER_PATH);
+  const output = await session.run({ x: new ort.Tensor('float32', input, [widest.length, 3, CLS_HEIGHT, CLS_WIDTH]) });
+  const probabilities = Object.values(output)[0]!.data as Float32Array;
+  let sum = 0;
+  for (let n = 0; n < widest.length; n++) sum += probabilities[n * 2 + 1]!;
+  return sum / widest.length;
 }
 
 /** Reads each box of an RGB raster; lines come back in the order of `boxes`. */
