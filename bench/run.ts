@@ -5,11 +5,13 @@
 import { benchIngest } from './ingest.ts';
 import { benchTokenCheck } from './token-check.ts';
 import { benchUpsertLoad } from './upsert-load.ts';
+import { benchVision } from './vision.ts';
 
 const BENCHMARKS: Record<string, () => Promise<void>> = {
   'token-check': benchTokenCheck,
   ingest: benchIngest,
   'upsert-load': benchUpsertLoad,
+  vision: benchVision,
 };
 
 const selected = process.argv.slice(2);
