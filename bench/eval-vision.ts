@@ -55,7 +55,7 @@ async function run<T>(pool: Pool, type: VisionTask['type'], file: string): Promi
   return { outcome, ms: performance.now() - started };
 }
 
-async function evalDocuments(pool: Pool): Promise<string[]> {
+async function evalDocuments(pool: Pool, setting: string): Promise<string[]> {
   const dir = path.join(DATA, 'mrz');
   const files = fs.readdirSync(dir).filter((file) => /\.(jpe?g|png)$/i.test(file)).sort();
   const rows: string[] = [];
@@ -103,7 +103,7 @@ async function evalDocuments(pool: Pool): Promise<string[]> {
   return [
     '## Document front (OCR, fields, portrait) on real specimens',
     '',
-    `${files.length} images from ../shared/data/mrz, each read ${RUNS} times through the vision pool (1 worker x ${os.availableParallelism()} ONNX threads, sharp concurrency 1; the first task of the pool also loads the models). Reference values: the data README's (passporteye) or the fields of the document's own MRZ read with valid check digits by \`readMrz\` (fastmrz); names compared as the pipeline does (case, accents, spaces and order ignored).`,
+    `${files.length} images from ../shared/data/mrz, each read ${RUNS} times through the vision pool (${setting}, sharp concurrency 1; the models loaded by an untimed first task). Reference values: the data README's (passporteye) or the fields of the document's own MRZ read with valid check digits by \`readMrz\` (fastmrz); names compared as the pipeline does (case, accents, spaces and order ignored).`,
     '',
     '| image | reference | fields right | wrong or missing | portrait found | outline | ms median / max (pool round trip) |',
     '|---|---|---|---|---|---|---|',
@@ -177,7 +177,8 @@ export async function evalVision(): Promise<string> {
     // Load the models once, outside the timings, as a warm worker has them.
     await run(pools.vision, 'docfront', path.join(DATA, 'mrz', 'passporteye-passport-td3.jpg'));
     await run(pools.vision, 'faces', path.join(DATA, 'faces', 'obama.jpg'));
-    const lines = [...(await evalDocuments(pools.vision)), ...(await evalFaces(pools.vision, config.face.threshold, config.face.model.name))];
+    const setting = `${config.visionWorkers} worker(s) x ${config.onnxThreads} ONNX thread(s) on ${os.availableParallelism()} cores`;
+    const lines = [...(await evalDocuments(pools.vision, setting)), ...(await evalFaces(pools.vision, config.face.threshold, config.face.model.name))];
     return lines.join('\n');
   } finally {
     await pools.close();
