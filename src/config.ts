@@ -35,7 +35,7 @@ const environmentSchema = z.object({
   WARDEN_VISION_WORKERS: positiveInt.max(16).default(1),
   WARDEN_ONNX_THREADS: positiveInt.max(64).optional(),
   WARDEN_FACE_MODEL: z.string().min(1).default(DEFAULT_EMBEDDER),
-  WARDEN_FACE_THRESHOLD: z.coerce.number().min(-1).max(1).optional(),
+  WARDEN_FACE_THRESHOLD: z.string().trim().min(1, 'must be a number').pipe(z.coerce.number<string>().min(-1).max(1)).optional(),
   WARDEN_JOB_TIMEOUT_SECONDS: positiveInt.max(3600).default(120),
   WARDEN_JOB_MAINTENANCE_SECONDS: positiveInt.max(3600).default(30),
   REDIS_URL: z.string().regex(/^rediss?:\/\//, 'must be a redis:// or rediss:// URL').optional(),

@@ -60,7 +60,9 @@ export async function buildContext(config: Config, db: Database['knex'], logger:
     },
   };
   await notifications.start();
-  await jobs.work<{ artifactId: string }>(QUEUES.verifyArtifact, (job) => verifyArtifact(context, job.data.artifactId, job.finalAttempt));
+  // One more verification at a time than there are vision workers, so every worker has work while
+  // another job reads files or writes results.
+  await jobs.work<{ artifactId: string }>(QUEUES.verifyArtifact, (job) => verifyArtifact(context, job.data.artifactId, job.finalAttempt), config.visionWorkers + 1);
   await jobs.work<{ sessionId: string }>(QUEUES.notifyFlow, (job) => notifyFlow(context, job.data.sessionId, job.attempt));
   return context;
 }

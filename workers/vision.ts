@@ -2,7 +2,8 @@
  * Piscina entry of the vision pool: MRZ reading, document fronts and faces. sharp gets one thread
  * per worker and each ONNX session the intra-op threads the pool was given (workerData), so that
  * workers x threads stays within the cores. Sessions are made once per worker and reused. Image
- * errors come back as values: a bad image is a fail result, never a crashed worker.
+ * errors come back as values (a bad image is a fail result); other errors reject the task, and a
+ * rejected task never takes the worker down.
  */
 import { workerData } from 'node:worker_threads';
 import { Piscina, transferableSymbol, valueSymbol } from 'piscina';
@@ -61,7 +62,9 @@ export default async function run(task: VisionTask): Promise<VisionOutcome<MrzRe
         return { ok: true, result: await readFaces(image, embedder) };
     }
   } catch (error) {
+    // A bad image is the uploader's to fix: a fail result. Anything else (a model that would not
+    // load, memory) is ours: it is thrown, so the job is retried and recorded only on its last attempt.
     if (error instanceof ImageError) return { ok: false, reason: error.reason, message: error.message };
-    return { ok: false, reason: 'image_unreadable', message: `The image could not be processed: ${(error as Error).message}` };
+    throw error;
   }
 }

@@ -48,7 +48,7 @@ export async function verifyCommand(args: string[]): Promise<unknown> {
       throw new CliError(`WARDEN_FACE_MODEL: ${(error as Error).message}`);
     }
     const threshold = process.env.WARDEN_FACE_THRESHOLD ? Number(process.env.WARDEN_FACE_THRESHOLD) : spec.threshold;
-    if (!Number.isFinite(threshold)) throw new CliError('WARDEN_FACE_THRESHOLD must be a number');
+    if (!Number.isFinite(threshold) || threshold < -1 || threshold > 1) throw new CliError('WARDEN_FACE_THRESHOLD must be a number from -1 to 1');
     const reads = [];
     for (const file of files) reads.push({ file, ...(await describe(file, async () => readFaces(await readImage(file), spec))) });
     const [first, second] = reads as [(typeof reads)[0], (typeof reads)[0]];

@@ -98,11 +98,16 @@ export class JobQueue {
   }
 
   /**
-   * Runs `handler` for each job, one at a time per queue and process. A throw retries the job
-   * with backoff until its retry limit; the last attempt is flagged so the handler can record a
-   * definite failure instead of losing the job.
+   * Runs `handler` for each job, `concurrency` at a time per queue and process. A throw retries
+   * the job with backoff until its retry limit; the last attempt is flagged so the handler can
+   * record a definite failure instead of losing the job.
    */
-  async work<T extends object>(name: string, handler: (job: JobHandlerContext<T>) => Promise<void>): Promise<void> {
+  async work<T extends object>(name: string, handler: (job: JobHandlerContext<T>) => Promise<void>, concurrency = 1): Promise<void> {
+    // pg-boss 10 has no per-worker concurrency: each registered worker fetches one job at a time.
+    for (let n = 0; n < concurrency; n++) await this.workOne(name, handler);
+  }
+
+  private async workOne<T extends object>(name: string, handler: (job: JobHandlerContext<T>) => Promise<void>): Promise<void> {
     await this.boss.work<T>(
       name,
       { includeMetadata: true, batchSize: 1, pollingIntervalSeconds: this.settings.pollingSeconds },

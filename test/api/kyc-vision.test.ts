@@ -21,6 +21,7 @@ test.before(async () => {
   app = await startTestApp();
   token = await app.merchantToken();
   await defineTestFlow(app.context, 'id-card', ['doc_front', 'selfie'], { default: true });
+  await defineTestFlow(app.context, 'selfie-only', ['selfie']);
 });
 test.after.always(async () => {
   await app?.close();
@@ -123,15 +124,31 @@ test('doc_front without a portrait, and a photograph that is no document, fail w
   t.regex(notADocument.message, /could not be read/);
 });
 
-test('selfie: no reference yet, another person, no face, several faces', async (t) => {
-  const alone = await openSession(app, token, { customer_ref: 'vision-selfie-first' });
+test('a selfie sent before the document waits for it and is verified once the document is', async (t) => {
+  const session = await openSession(app, token, { customer_ref: 'vision-selfie-first' });
+  const uploaded = await upload(app, UPLOAD, { token: session.endpoint_token, artifact_type: 'selfie', file: { bytes: await read('faces/astronaut.jpg'), name: 'selfie.jpg', type: 'image/jpeg' } });
+  t.is(uploaded.status, 200, uploaded.text);
+  await new Promise((resolve) => setTimeout(resolve, 3000));
+  t.falsy(await app.database.knex('verification_results').where({ artifact_id: uploaded.body.artifact_id }).first(), 'no result while the flow still expects a document');
+  const front = await send(session.endpoint_token, 'doc_front', await read('docfront/card-flat.jpg'));
+  t.is(front.code, 'success', front.message);
+  const selfie = await result(uploaded.body.artifact_id);
+  t.is(selfie.code, 'success', selfie.message);
+  t.is(selfie.details.reference.artifact_type, 'doc_portrait');
+});
+
+test('selfie: no reference in a flow without documents, the document photo itself, another person, no face, several faces', async (t) => {
+  const alone = await openSession(app, token, { customer_ref: 'vision-selfie-alone', flow: 'selfie-only' });
   const early = await send(alone.endpoint_token, 'selfie', await read('faces/astronaut.jpg'));
   t.is(early.code, 'fail');
   t.is(early.details.reason, 'no_reference');
-  t.regex(early.message, /no reference portrait yet/);
+  t.regex(early.message, /no reference portrait/);
 
   const session = await openSession(app, token, { customer_ref: 'vision-selfie-fails' });
   t.is((await send(session.endpoint_token, 'doc_front', await read('docfront/card-flat.jpg'))).details.face !== null, true);
+  const copy = await send(session.endpoint_token, 'selfie', await read('docfront/card-flat.jpg'));
+  t.is(copy.code, 'fail');
+  t.is(copy.details.reason, 'same_image');
   const other = await send(session.endpoint_token, 'selfie', await read('faces/cameraman.jpg'));
   t.is(other.code, 'fail');
   t.false(other.details.match);
@@ -162,7 +179,8 @@ test('reference preference: the document-front portrait, then the passport page,
   t.is(first.details.reference.artifact_id, nfc);
   t.is(first.code, 'fail', 'the chip portrait is another person');
 
-  const page = await unqueuedArtifact(session.session_id, 'passport_mrz_page', face);
+  // Another photograph of the same person (a selfie that is the very document file is refused).
+  const page = await unqueuedArtifact(session.session_id, 'passport_mrz_page', await sharp(face).resize(440).jpeg({ quality: 80 }).toBuffer());
   await app.database.knex('verification_results').insert({ id: crypto.randomUUID(), session_id: session.session_id, artifact_id: page, type: 'mrz_verification_result', code: 'fail', message: 'test', details: '{}', correlation_id: crypto.randomUUID() });
   const second = await selfie();
   t.is(second.details.reference.artifact_id, page);
@@ -174,16 +192,25 @@ test('reference preference: the document-front portrait, then the passport page,
   t.is(third.code, 'success', third.message);
 });
 
-test('a selfie whose reference document is still being verified is retried, and fails only on its last attempt', async (t) => {
+test('a selfie whose reference document is still being verified is retried, then waits, and is verified with the document', async (t) => {
   const session = await openSession(app, token, { customer_ref: 'vision-pending' });
-  await unqueuedArtifact(session.session_id, 'doc_front', await read('docfront/card-flat.jpg'));
+  const front = await unqueuedArtifact(session.session_id, 'doc_front', await read('docfront/card-flat.jpg'));
   const selfie = await unqueuedArtifact(session.session_id, 'selfie', await read('faces/astronaut.jpg'));
   await t.throwsAsync(verifyArtifact(app.context, selfie, false), { message: /still being verified/ });
-  t.falsy(await app.database.knex('verification_results').where({ artifact_id: selfie }).first());
   await verifyArtifact(app.context, selfie, true);
-  const stored = await app.database.knex('verification_results').where({ artifact_id: selfie }).first();
+  t.falsy(await app.database.knex('verification_results').where({ artifact_id: selfie }).first(), 'even the last attempt stores nothing while the document is pending');
+  await verifyArtifact(app.context, front, true);
+  const stored = await result(selfie);
+  t.is(stored.code, 'success', stored.message);
+});
+
+test('an expired document front fails', async (t) => {
+  const session = await openSession(app, token, { customer_ref: 'vision-expired' });
+  const front = await unqueuedArtifact(session.session_id, 'doc_front', await read('docfront/card-flat.jpg'));
+  await verifyArtifact(app.context, front, true, new Date('2031-11-15T00:00:00Z'));
+  const stored = await app.database.knex('verification_results').where({ artifact_id: front }).first();
   t.is(stored.code, 'fail');
-  t.is(stored.details.reason, 'no_reference');
+  t.is(stored.message, 'The document expired on 2031-11-14.');
 });
 
 test('bad images as doc_front and selfie each give a fail result and the worker keeps serving', async (t) => {
@@ -200,6 +227,7 @@ test('bad images as doc_front and selfie each give a fail result and the worker 
       const stored = await send(session.endpoint_token, artifactType, bytes, name, type);
       t.is(stored.code, 'fail', `${artifactType} ${name}`);
       t.regex(stored.message, message, `${artifactType} ${name}: ${stored.message}`);
+      if (artifactType === 'doc_front') t.like(stored.data, { ocr_read: false, face_found: false, mismatched_fields: [] }, 'the check details are there even for an unusable image');
     }
   }
   // CMYK, 16-bit and EXIF-rotated images are no trouble: the selfie finds its one face (and no reference).

@@ -86,11 +86,16 @@ test('a missing or malformed embedding model description stops the configuration
   fs.writeFileSync(bad, JSON.stringify({ name: 'x', file: 'x.onnx', input_size: 112 }));
   t.throws(() => loadConfig({ WARDEN_FACE_MODEL: bad }), { instanceOf: ConfigError, message: /threshold/ });
   t.throws(() => loadConfig({ WARDEN_VISION_WORKERS: '2', WARDEN_ONNX_THREADS: '64' }), { instanceOf: ConfigError, message: /WARDEN_ONNX_THREADS/ });
+  t.throws(() => loadConfig({ WARDEN_FACE_THRESHOLD: '  ' }), { instanceOf: ConfigError, message: /WARDEN_FACE_THRESHOLD/ }, 'blank is not 0');
+  t.throws(() => loadConfig({ WARDEN_FACE_THRESHOLD: '1.5' }), { instanceOf: ConfigError, message: /WARDEN_FACE_THRESHOLD/ });
 });
 
 test('unusable images are refused with a reason: tiny, huge, animated, truncated, not an image', async (t) => {
   const refusal = async (image: Buffer) => (await t.throwsAsync(readFaces(image, spec), { instanceOf: ImageError }))!.reason;
   t.is(await refusal(await sharp(astronaut).resize(20).jpeg().toBuffer()), 'image_too_small');
+  const strip = await sharp({ create: { width: 64, height: 20_000, channels: 3, background: '#777' } }).png().toBuffer();
+  t.is(await refusal(strip), 'image_too_small', 'a strip too narrow once scaled to be read');
+  t.is((await t.throwsAsync(readDocumentFront(strip), { instanceOf: ImageError }))!.reason, 'image_too_small');
   t.is(await refusal(bombPng()), 'image_too_large');
   const gif = await animated(astronaut, 'gif');
   t.is(await refusal(gif), 'image_animated');

@@ -12,6 +12,7 @@ function permutations(tokens: string[]): string[][] {
   return tokens.flatMap((token, i) => permutations([...tokens.slice(0, i), ...tokens.slice(i + 1)]).map((rest) => [token, ...rest]));
 }
 
+/** Whether two spellings name the same person; `document` may be cut short (an MRZ truncates), `record` is taken as complete. */
 export function sameName(document: unknown, record: unknown): boolean {
   const read = nameTokens(document);
   const known = nameTokens(record);
@@ -22,9 +23,14 @@ export function sameName(document: unknown, record: unknown): boolean {
   return known.every((token) => read.some((candidate) => candidate === token || (candidate.length >= 3 && token.startsWith(candidate))));
 }
 
-function alpha3(value: unknown): string | null {
-  if (typeof value !== 'string' || !value.trim()) return null;
-  const text = value.trim().toUpperCase();
+/** ICAO 9303 nationality codes that are not ISO 3166 alpha-3 codes, mapped to the ISO code. */
+const ICAO_CODES: Record<string, string> = { D: 'DEU', GBD: 'GBR', GBN: 'GBR', GBO: 'GBR', GBP: 'GBR', GBS: 'GBR', RKS: 'XKX' };
+
+/** A nationality as an ISO alpha-3 code: from alpha-2, alpha-3, or an ICAO document code (D<< is Germany). */
+export function alpha3(value: unknown): string | null {
+  if (typeof value !== 'string' || !value.replace(/</g, '').trim()) return null;
+  const text = value.replace(/</g, '').trim().toUpperCase();
+  if (ICAO_CODES[text]) return ICAO_CODES[text];
   if (text.length === 2) return countries.alpha2ToAlpha3(text) ?? text;
   return text;
 }
@@ -43,7 +49,8 @@ export function mismatchedFields(document: Record<string, unknown>, customer: Re
   const birth = customer.birth_date instanceof Date ? customer.birth_date.toISOString().slice(0, 10) : customer.birth_date;
   if (document.birth_date && birth && document.birth_date !== birth) mismatches.push('birth_date');
   const nationality = alpha3(customer.nationality);
-  if (document.nationality && nationality && document.nationality !== nationality) mismatches.push('nationality');
+  const documentNationality = alpha3(document.nationality);
+  if (documentNationality && nationality && documentNationality !== nationality) mismatches.push('nationality');
   const sex = typeof customer.gender === 'string' ? SEX_OF_GENDER[customer.gender] : undefined;
   if (document.sex && sex && document.sex !== sex) mismatches.push('sex');
   const numbers = [customer.passport_number, customer.identity_number].filter((value): value is string => typeof value === 'string' && value.trim() !== '');
@@ -60,11 +67,14 @@ export function mismatchedFields(document: Record<string, unknown>, customer: Re
  */
 export function mismatchedWithMrz(document: Record<string, unknown>, mrz: Record<string, unknown>): string[] {
   const mismatches: string[] = [];
-  if (!sameName(document.first_name, mrz.first_name)) mismatches.push('first_name');
-  if (!sameName(document.last_name, mrz.last_name)) mismatches.push('last_name');
-  for (const field of ['birth_date', 'expiry_date', 'sex', 'nationality'] as const) {
+  // The MRZ is the side that truncates, so it goes first.
+  if (!sameName(mrz.first_name, document.first_name)) mismatches.push('first_name');
+  if (!sameName(mrz.last_name, document.last_name)) mismatches.push('last_name');
+  for (const field of ['birth_date', 'expiry_date', 'sex'] as const) {
     if (document[field] && mrz[field] && document[field] !== mrz[field]) mismatches.push(field);
   }
+  const [printed, coded] = [alpha3(document.nationality), alpha3(mrz.nationality)];
+  if (printed && coded && printed !== coded) mismatches.push('nationality');
   const strip = (value: unknown) => (typeof value === 'string' ? value.replace(/[<\s-]/g, '').toUpperCase() : '');
   if (strip(document.document_number) && strip(mrz.document_number) && strip(document.document_number) !== strip(mrz.document_number)) mismatches.push('document_number');
   return mismatches;

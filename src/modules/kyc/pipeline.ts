@@ -69,9 +69,12 @@ async function portraitArtifact(app: AppContext, session: SessionRow, portrait: 
   return { id: randomUUID(), session_id: session.id, artifact_type: 'doc_portrait', content_type: 'image/jpeg', size: portrait.byteLength, sha256: key.split('/').at(-1), path: key };
 }
 
-async function verifyDocFront(app: AppContext, artifact: ArtifactRow, session: SessionRow): Promise<Outcome> {
+async function verifyDocFront(app: AppContext, artifact: ArtifactRow, session: SessionRow, today: string): Promise<Outcome> {
   const outcome = await runVision<DocumentFrontOutput>(app, 'docfront', artifact.path);
-  if (!outcome.ok) return { code: 'fail', message: outcome.message, data: null, details: { reason: outcome.reason } };
+  if (!outcome.ok) {
+    const data = { ocr_read: false, fields: {}, face_found: false, mismatched_fields: [], timings: null };
+    return { code: 'fail', message: outcome.message, data, details: { reason: outcome.reason } };
+  }
   const { result, portrait } = outcome.result;
   const comparable = { ...result.fields, nationality: nationalityCode(result.fields.nationality) ?? undefined };
   const againstCustomer = mismatchedFields(comparable, await customerOf(app, session));
@@ -89,6 +92,7 @@ async function verifyDocFront(app: AppContext, artifact: ArtifactRow, session: S
   const base = { data, details, derivedArtifact };
   if (!result.text_read) return { ...base, code: 'fail', message: 'The text of the document could not be read; please take a sharper, well-lit photograph of the whole document.' };
   if (!result.face_found) return { ...base, code: 'fail', message: 'No portrait was found on the document.' };
+  if (result.fields.expiry_date && result.fields.expiry_date < today) return { ...base, code: 'fail', message: `The document expired on ${result.fields.expiry_date}.` };
   if (mismatched.length) {
     const sources = [againstCustomer.length ? 'the customer record' : null, againstMrz.length ? 'the MRZ' : null].filter(Boolean).join(' and ');
     return { ...base, code: 'fail', message: `The document does not match ${sources}: ${mismatched.join(', ')}.` };
@@ -96,16 +100,37 @@ async function verifyDocFront(app: AppContext, artifact: ArtifactRow, session: S
   return { ...base, code: 'success', message: 'The document was read and its portrait found; the fields match.' };
 }
 
-/** Thrown while a reference portrait may still be coming: the job is retried later. */
+/** Thrown while the reference document is still being verified: the job is retried later. */
 class ReferenceNotReady extends Error {}
 
-/** Artifact types that hold a reference portrait, in order of preference, and those they come from. */
+/** Artifact types that hold a reference portrait, in order of preference, and the uploads they come from. */
 const REFERENCE_TYPES = ['doc_portrait', 'passport_mrz_page', 'nfc_portrait'] as const;
-const REFERENCE_SOURCES = ['doc_front', 'passport_mrz_page', 'nfc_raw'];
+export const REFERENCE_SOURCES: readonly string[] = ['doc_front', 'passport_mrz_page', 'nfc_raw'];
 
-async function verifySelfie(app: AppContext, artifact: ArtifactRow, session: SessionRow, finalAttempt: boolean): Promise<Outcome> {
+type StoredArtifact = ArtifactRow & { sha256: string };
+
+async function verifySelfie(app: AppContext, artifact: ArtifactRow, session: SessionRow, finalAttempt: boolean): Promise<Outcome | 'deferred'> {
   const threshold = app.config.face.threshold;
   const model = app.config.face.model.name;
+  // Results first: a document verified after this read is then still seen as pending, never as
+  // verified without its portrait.
+  const results = new Map(((await app.db('verification_results').where({ session_id: session.id }).select('artifact_id', 'code')) as { artifact_id: string; code: string }[]).map((row) => [row.artifact_id, row.code]));
+  const artifacts = (await app.db('verification_artifacts')
+    .where({ session_id: session.id })
+    .whereIn('artifact_type', [...REFERENCE_TYPES, ...REFERENCE_SOURCES])
+    .orderBy('created_at', 'desc')) as StoredArtifact[];
+  const sources = artifacts.filter((row) => REFERENCE_SOURCES.includes(row.artifact_type));
+  const references = REFERENCE_TYPES.flatMap((type) => artifacts.filter((row) => row.artifact_type === (type as string)));
+  if (references.length === 0) {
+    // Nothing to compare with yet. A document still being verified: retry shortly (its result
+    // also queues this selfie again). No document yet while the flow asks for one: wait for it.
+    if (sources.some((row) => !results.has(row.id))) {
+      if (!finalAttempt) throw new ReferenceNotReady('the reference document is still being verified');
+      return 'deferred';
+    }
+    if (sources.length === 0 && session.status === 'open' && session.pending_artifact_types.some((type) => REFERENCE_SOURCES.includes(type))) return 'deferred';
+  }
+
   const selfie = await runVision<FaceReadResult>(app, 'faces', artifact.path);
   if (!selfie.ok) return { code: 'fail', message: selfie.message, data: null, details: { reason: selfie.reason, threshold, model } };
   const faces = selfie.result.faces;
@@ -114,12 +139,11 @@ async function verifySelfie(app: AppContext, artifact: ArtifactRow, session: Ses
     return { code: 'fail', message: `${faces.length} faces were found in the selfie; exactly one person must be in the picture.`, data: null, details: { reason: 'several_faces', faces, threshold, model } };
   }
 
-  const artifacts = (await app.db('verification_artifacts')
-    .where({ session_id: session.id })
-    .whereIn('artifact_type', [...REFERENCE_TYPES, ...REFERENCE_SOURCES])
-    .orderBy('created_at', 'desc')) as (ArtifactRow & { id: string })[];
-  const results = new Set((await app.db('verification_results').where({ session_id: session.id }).pluck('artifact_id')) as string[]);
-  const references = REFERENCE_TYPES.flatMap((type) => artifacts.filter((row) => row.artifact_type === (type as string)));
+  const selfieHash = ((await app.db('verification_artifacts').where({ id: artifact.id }).first('sha256')) as { sha256: string }).sha256;
+  if (sources.some((row) => row.sha256 === selfieHash)) {
+    return { code: 'fail', message: 'The selfie is the same file as a document photograph of this session.', data: null, details: { reason: 'same_image', selfie_face: faces[0], threshold, model } };
+  }
+
   const tried: { artifact_id: string; artifact_type: string; reason: string }[] = [];
   for (const reference of references) {
     const read = await runVision<FaceReadResult>(app, 'faces', reference.path);
@@ -143,12 +167,9 @@ async function verifySelfie(app: AppContext, artifact: ArtifactRow, session: Ses
       ? { code: 'success', message: `The selfie matches the document portrait (similarity ${similarity.toFixed(3)}, threshold ${threshold}).`, data: null, details }
       : { code: 'fail', message: `The selfie does not match the document portrait (similarity ${similarity.toFixed(3)}, threshold ${threshold}).`, data: null, details };
   }
-  // A document still being verified may yet give a portrait: try again later, while attempts last.
-  const pending = artifacts.some((row) => REFERENCE_SOURCES.includes(row.artifact_type) && !results.has(row.id));
-  if (pending && !finalAttempt) throw new ReferenceNotReady('the reference document is still being verified');
   const message = tried.length
-    ? 'No face was found on the reference document portrait, so the selfie cannot be compared.'
-    : 'There is no reference portrait yet: upload the document front, the passport page or the chip data before the selfie.';
+    ? 'No face could be read from the reference document portrait, so the selfie cannot be compared.'
+    : 'There is no reference portrait: the documents of this session gave none (upload the document front, the passport page or the chip data).';
   return { code: 'fail', message, data: null, details: { reason: tried.length ? 'reference_without_face' : 'no_reference', skipped_references: tried, selfie_face: faces[0], threshold, model } };
 }
 
@@ -164,7 +185,7 @@ async function verifyNfc(app: AppContext, artifact: ArtifactRow, session: Sessio
   const details: Record<string, unknown> = { dg1_lines: chip.dg1.lines, dg1_valid: parsed.valid, data_groups: chip.dataGroups };
   let derivedArtifact: Record<string, unknown> | undefined;
   if (chip.portrait) {
-    // Kept as an artifact of its own, the preferred reference for face matching.
+    // Kept as an artifact of its own, a reference for face matching (after a document-front portrait or passport page).
     const key = await app.files.putBuffer(chip.portrait.image);
     derivedArtifact = {
       id: randomUUID(),
@@ -191,10 +212,10 @@ async function verifyNfc(app: AppContext, artifact: ArtifactRow, session: Sessio
   };
 }
 
-async function verify(app: AppContext, artifact: ArtifactRow, session: SessionRow, today: string, finalAttempt: boolean): Promise<Outcome> {
+async function verify(app: AppContext, artifact: ArtifactRow, session: SessionRow, today: string, finalAttempt: boolean): Promise<Outcome | 'deferred'> {
   switch (artifact.artifact_type) {
     case 'doc_front':
-      return verifyDocFront(app, artifact, session);
+      return verifyDocFront(app, artifact, session, today);
     case 'selfie':
       return verifySelfie(app, artifact, session, finalAttempt);
     case 'doc_mrz':
@@ -216,7 +237,8 @@ async function verify(app: AppContext, artifact: ArtifactRow, session: SessionRo
  * The verify-artifact job: runs the verifier, stores exactly one result per artifact together
  * with the session's progress, and then emits it. A retried job whose result is already stored
  * does nothing; on the last attempt a failing verifier becomes a fail result instead of a lost job.
- * `now` decides whether a document has expired.
+ * A selfie without a reference portrait yet stores nothing and is queued again by the result of
+ * the document that brings one. `now` decides whether a document has expired.
  */
 export async function verifyArtifact(app: AppContext, artifactId: string, finalAttempt: boolean, now = new Date()): Promise<void> {
   const artifact = (await app.db('verification_artifacts').where({ id: artifactId }).first()) as ArtifactRow | undefined;
@@ -228,7 +250,10 @@ export async function verifyArtifact(app: AppContext, artifactId: string, finalA
 
   let outcome: Outcome;
   try {
-    outcome = await verify(app, artifact, session, now.toISOString().slice(0, 10), finalAttempt);
+    const verified = await verify(app, artifact, session, now.toISOString().slice(0, 10), finalAttempt);
+    // A selfie waiting for its document: no result yet; the document's result queues it again.
+    if (verified === 'deferred') return;
+    outcome = verified;
   } catch (error) {
     if (!finalAttempt) throw error;
     app.logger.error({ err: error, artifactId }, 'verification failed on its last attempt');
@@ -263,6 +288,15 @@ export async function verifyArtifact(app: AppContext, artifactId: string, finalA
       );
     }
     if (outcome.mrzData) await trx('verification_sessions').where({ id: session.id }).update({ mrz_data: JSON.stringify(outcome.mrzData) });
+    if (REFERENCE_SOURCES.includes(artifact.artifact_type)) {
+      // Selfies that were waiting for a reference portrait are verified now.
+      const waiting = (await trx('verification_artifacts as a')
+        .leftJoin('verification_results as r', 'r.artifact_id', 'a.id')
+        .where({ 'a.session_id': session.id, 'a.artifact_type': 'selfie' })
+        .whereNull('r.id')
+        .pluck('a.id')) as string[];
+      for (const selfieId of waiting) await app.jobs.enqueueVerification(trx, selfieId);
+    }
     return true;
   });
   if (!stored) return;

@@ -34,15 +34,19 @@ export interface DocumentFrontResult {
 const round = (value: number) => Math.round(value);
 const elapsed = (from: number) => Math.round((performance.now() - from) * 10) / 10;
 
+/** Portraits are kept at least this wide, so a small one can still be read as a reference. */
+const PORTRAIT_MIN_WIDTH = 240;
+
 function portraitCrop(image: Raster, face: Face): Raster {
-  const side = Math.max(face.box.width, face.box.height) * PORTRAIT_MARGIN;
+  const side = Math.max(1, face.box.width, face.box.height) * PORTRAIT_MARGIN;
   const cx = face.box.x + face.box.width / 2;
   const cy = face.box.y + face.box.height / 2;
-  const width = Math.round(Math.min(side, image.width));
-  const height = Math.round(Math.min(side * 1.25, image.height));
+  const width = Math.max(1, Math.min(side, image.width));
+  const height = Math.max(1, Math.min(side * 1.25, image.height));
   const x0 = Math.max(0, Math.min(image.width - width, cx - width / 2));
   const y0 = Math.max(0, Math.min(image.height - height, cy - height / 2));
-  return warp(image, [1, 0, x0, 0, 1, y0, 0, 0, 1], width, height);
+  const scale = Math.min(1, width / PORTRAIT_MIN_WIDTH);
+  return warp(image, [scale, 0, x0, 0, scale, y0, 0, 0, 1], Math.round(width / scale), Math.round(height / scale));
 }
 
 /** Above this the text is taken to be upside down. */

@@ -229,7 +229,7 @@ function dominantSkew(gray: Raster): number {
 /** Finds and straightens the document of an RGB photograph. */
 export async function straightenDocument(image: Raster): Promise<Straightened> {
   const scale = Math.min(1, ANALYSIS_SIDE / Math.max(image.width, image.height));
-  const small = scale < 1 ? await resizeRaster(image, Math.round(image.width * scale), Math.round(image.height * scale), 'fill') : image;
+  const small = scale < 1 ? await resizeRaster(image, Math.max(1, Math.round(image.width * scale)), Math.max(1, Math.round(image.height * scale)), 'fill') : image;
   const gray = toGray(small);
   const sx = image.width / gray.width;
   const sy = image.height / gray.height;

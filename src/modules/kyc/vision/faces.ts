@@ -76,7 +76,8 @@ export async function detectFaces(image: Raster, minScore = MIN_FACE_SCORE): Pro
   const output = await session.run({ image: new ort.Tensor('float32', input, [1, 3, DETECTOR_SIZE, DETECTOR_SIZE]) });
   const scores = output.scores!.data as Float32Array;
   const regressors = output.regressors!.data as Float32Array;
-  const scale = image.width / fitted.width;
+  const sx = image.width / fitted.width;
+  const sy = image.height / fitted.height;
 
   const candidates: Face[] = [];
   for (let i = 0; i < scores.length; i++) {
@@ -88,9 +89,9 @@ export async function detectFaces(image: Raster, minScore = MIN_FACE_SCORE): Pro
     const cy = ay + regressors[r + 1]!;
     const w = regressors[r + 2]!;
     const h = regressors[r + 3]!;
-    const point = (k: number): Point => ({ x: (ax + regressors[r + 4 + 2 * k]!) * scale, y: (ay + regressors[r + 5 + 2 * k]!) * scale });
+    const point = (k: number): Point => ({ x: (ax + regressors[r + 4 + 2 * k]!) * sx, y: (ay + regressors[r + 5 + 2 * k]!) * sy });
     candidates.push({
-      box: { x: (cx - w / 2) * scale, y: (cy - h / 2) * scale, width: w * scale, height: h * scale },
+      box: { x: (cx - w / 2) * sx, y: (cy - h / 2) * sy, width: w * sx, height: h * sy },
       score: scores[i]!,
       landmarks: { right_eye: point(0), left_eye: point(1), nose: point(2), mouth: point(3) },
     });

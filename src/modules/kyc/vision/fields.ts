@@ -148,6 +148,8 @@ export function parseDocumentDate(text: string, kind: 'past' | 'future', today =
     if (kind === 'future' && year < today.getUTCFullYear() - 50) year += 100;
   }
   if (month < 1 || month > 12 || day < 1 || day > 31) return null;
+  // A day the month does not have (31 FEB) is a misread.
+  if (new Date(Date.UTC(year, month - 1, day)).getUTCDate() !== day) return null;
   return `${year}-${String(month).padStart(2, '0')}-${String(day).padStart(2, '0')}`;
 }
 

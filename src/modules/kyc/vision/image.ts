@@ -48,7 +48,7 @@ export function asBuffer(image: Buffer | Uint8Array | ArrayBuffer): Buffer {
 }
 
 /** Reads the header only, so size and frame count are judged before anything is decoded. */
-export async function inspectImage(image: Buffer, options: Pick<DecodeOptions, 'maxPixels' | 'minSide'>): Promise<Metadata> {
+export async function inspectImage(image: Buffer, options: Pick<DecodeOptions, 'maxPixels' | 'minSide' | 'maxSide'>): Promise<Metadata> {
   if (image.length === 0) throw new ImageError('image_empty', 'The image is empty');
   let metadata: Metadata;
   try {
@@ -67,6 +67,11 @@ export async function inspectImage(image: Buffer, options: Pick<DecodeOptions, '
   const minSide = options.minSide ?? DEFAULT_MIN_SIDE;
   if (Math.min(width, height) < minSide) {
     throw new ImageError('image_too_small', `The image is ${width}x${height} pixels; at least ${minSide} on each side is needed`);
+  }
+  // A strip (64 x 200000) would keep almost nothing of its short side once shrunk to be read.
+  const shrink = options.maxSide ? Math.min(1, options.maxSide / Math.max(width, height)) : 1;
+  if (Math.min(width, height) * shrink < minSide) {
+    throw new ImageError('image_too_small', `The image is ${width}x${height} pixels; proportions this narrow leave less than ${minSide} pixels across once it is scaled to be read`);
   }
   return metadata;
 }

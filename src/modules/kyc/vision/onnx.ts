@@ -22,6 +22,9 @@ export function onnxSession(file: string): Promise<ort.InferenceSession> {
       interOpNumThreads: 1,
       executionMode: 'sequential',
       graphOptimizationLevel: 'all',
+      // Idle intra-op threads sleep instead of spinning: a worker holds several sessions, and the
+      // main thread and sharp need the cores between runs.
+      extra: { session: { intra_op: { allow_spinning: '0' } } },
     });
     // A failed load is retried on the next call instead of being cached.
     session.catch(() => sessions.delete(file));
