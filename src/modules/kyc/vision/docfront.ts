@@ -13,6 +13,13 @@ import { detectText, recognizeText, upsideDownProbability, type TextBox, type Te
 const READ_SIDE = 1600;
 /** The detector's long side: PP-OCR's default, a multiple of 32. */
 const TEXT_DETECTION_SIDE = 960;
+/**
+ * Lines in the lower half at least this many times longer than high are machine-readable zones (an
+ * MRZ line is 30-44 characters without spaces; printed fields are far shorter). They are the widest
+ * and so the costliest lines to recognise, and no field is taken from them (the MRZ has its own
+ * reader), so they are not read.
+ */
+const MRZ_ASPECT = 20;
 /** Below this many fields the text is not taken as read (a photo of something else, a blurred card). */
 const MIN_FIELDS = 2;
 /** The portrait kept is the face box grown by this factor (hair, chin and ears, as on the document). */
@@ -92,7 +99,8 @@ export async function readDocumentFront(input: Buffer | Uint8Array | ArrayBuffer
   const straightenedAt = performance.now();
   const { document, boxes, rotation } = await uprightText(straightened.image);
   const detectedAt = performance.now();
-  const lines: TextLine[] = (await recognizeText(document, boxes)).filter((line) => line.text);
+  const isMrz = (box: TextBox) => box.width >= MRZ_ASPECT * box.height && box.y > document.height / 2;
+  const lines: TextLine[] = (await recognizeText(document, boxes.filter((box) => !isMrz(box)))).filter((line) => line.text);
   const recognizedAt = performance.now();
   const fields = extractFields(lines);
   const fieldsAt = performance.now();
