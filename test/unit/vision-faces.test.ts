@@ -37,6 +37,11 @@ test('the same face after a crop, a smaller size and other light is taken for th
   const sameSimilarity = cosineSimilarity(reference.embedding!, same.embedding!);
   const otherSimilarity = cosineSimilarity(reference.embedding!, other.embedding!);
   t.true(sameSimilarity >= spec.threshold, `same: ${sameSimilarity}`);
+  // A close-up whose face is several times the model's input is shrunk smoothly before alignment.
+  const closeUp = await sharp(astronaut).extract({ left: 160, top: 50, width: 160, height: 180 }).resize(1280).jpeg().toBuffer();
+  const close = await readFaces(closeUp, spec);
+  t.true(close.faces[0]!.box[2] > 650, `a large face: ${close.faces[0]!.box[2]}`);
+  t.true(cosineSimilarity(reference.embedding!, close.embedding!) >= spec.threshold, `close-up: ${cosineSimilarity(reference.embedding!, close.embedding!)}`);
   t.true(otherSimilarity < spec.threshold, `other: ${otherSimilarity}`);
   t.is(reference.embedding!.length, 128);
   t.true(Math.abs(Math.hypot(...reference.embedding!) - 1) < 1e-4, 'unit length');

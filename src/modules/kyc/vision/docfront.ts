@@ -30,7 +30,12 @@ export interface DocumentFrontResult {
   text_read: boolean;
   fields: DocumentFields;
   lines: { text: string; confidence: number; box: [number, number, number, number] }[];
-  /** How the document was found and straightened; `rotation` is the quarter turns (degrees, clockwise) applied to make its text upright. */
+  /**
+   * How the document was found and straightened. `corners` are in the photograph as read (scaled so
+   * its long side is at most 1600 px); `rotation` is the turn (degrees, clockwise) applied after
+   * straightening to make the text upright (an outline found upright on its side is already turned
+   * to landscape by the straightening).
+   */
   document: { method: 'outline' | 'deskew' | 'none'; corners: { x: number; y: number }[] | null; angle: number; rotation: 0 | 90 | 180 | 270; width: number; height: number };
   face_found: boolean;
   /** The portrait's box in the straightened document, and the detector's score. */

@@ -157,6 +157,26 @@ export function alignFace(image: Raster, face: Face, spec: Pick<EmbedderSpec, 'i
   return warp(image, invertSimilarity(toCrop), size, size);
 }
 
+/**
+ * alignFace for faces of any size: a face much larger than the model's input is first shrunk by
+ * libvips (which averages the pixels it drops) so that the bilinear warp does not alias.
+ */
+export async function alignFaceSmoothly(image: Raster, face: Face, spec: Pick<EmbedderSpec, 'input_size' | 'template_scale'>): Promise<Raster> {
+  const shrink = (2 * spec.input_size) / Math.max(face.box.width, face.box.height);
+  if (shrink >= 0.5) return alignFace(image, face, spec);
+  const smaller = await resizeRaster(image, Math.max(1, Math.round(image.width * shrink)), Math.max(1, Math.round(image.height * shrink)), 'fill');
+  const sx = smaller.width / image.width;
+  const sy = smaller.height / image.height;
+  const scalePoint = (p: Point): Point => ({ x: p.x * sx, y: p.y * sy });
+  const { right_eye, left_eye, nose, mouth } = face.landmarks;
+  const scaled: Face = {
+    ...face,
+    box: { x: face.box.x * sx, y: face.box.y * sy, width: face.box.width * sx, height: face.box.height * sy },
+    landmarks: { right_eye: scalePoint(right_eye), left_eye: scalePoint(left_eye), nose: scalePoint(nose), mouth: scalePoint(mouth) },
+  };
+  return alignFace(smaller, scaled, spec);
+}
+
 /** Unit-length embeddings of aligned faces, one per crop. */
 export async function embedFaces(crops: readonly Raster[], spec: EmbedderSpec): Promise<Float32Array[]> {
   if (crops.length === 0) return [];
@@ -211,7 +231,7 @@ export async function readFaces(input: Buffer | Uint8Array | ArrayBuffer, spec: 
   const decoded = performance.now();
   const faces = (await detectFaces(image)).sort((a, b) => b.box.width * b.box.height - a.box.width * a.box.height);
   const detected = performance.now();
-  const embedding = faces[0] ? Array.from((await embedFaces([alignFace(image, faces[0], spec)], spec))[0]!) : null;
+  const embedding = faces[0] ? Array.from((await embedFaces([await alignFaceSmoothly(image, faces[0], spec)], spec))[0]!) : null;
   const done = performance.now();
   const ms = (value: number) => Math.round(value * 10) / 10;
   return {
