@@ -5,7 +5,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { resizeRaster, type Raster } from './image.ts';
+import { resampleRegion, resizeRaster, type Raster } from './image.ts';
 import { onnxSession, ort } from './onnx.ts';
 
 const MODELS_DIR = path.resolve(import.meta.dirname, '../../../../models/ocr');
@@ -120,17 +120,13 @@ function regions(probability: Float32Array, width: number, height: number): Text
   return boxes;
 }
 
-/** Crop of an RGB raster (clamped to it). */
-function crop(image: Raster, box: TextBox): Raster {
-  const x0 = Math.max(0, Math.floor(box.x));
-  const y0 = Math.max(0, Math.floor(box.y));
-  const x1 = Math.min(image.width, Math.ceil(box.x + box.width));
-  const y1 = Math.min(image.height, Math.ceil(box.y + box.height));
-  const width = Math.max(1, x1 - x0);
-  const height = Math.max(1, y1 - y0);
-  const data = new Uint8Array(width * height * 3);
-  for (let y = 0; y < height; y++) data.set(image.data.subarray(((y0 + y) * image.width + x0) * 3, ((y0 + y) * image.width + x0 + width) * 3), y * width * 3);
-  return { width, height, channels: 3, data };
+/** A box clipped to the raster, at least a pixel each way. */
+function clampBox(image: Raster, box: TextBox): TextBox {
+  const x0 = Math.max(0, Math.min(image.width - 1, box.x));
+  const y0 = Math.max(0, Math.min(image.height - 1, box.y));
+  const x1 = Math.max(x0 + 1, Math.min(image.width, box.x + box.width));
+  const y1 = Math.max(y0 + 1, Math.min(image.height, box.y + box.height));
+  return { x: x0, y: y0, width: x1 - x0, height: y1 - y0 };
 }
 
 /** Lines seen: the direction classifier looks at this many of the widest. */
@@ -147,19 +143,17 @@ export async function upsideDownProbability(image: Raster, boxes: readonly TextB
   if (widest.length === 0) return 0;
   const plane = CLS_HEIGHT * CLS_WIDTH;
   const input = new Float32Array(widest.length * 3 * plane);
-  await Promise.all(
-    widest.map(async (box, n) => {
-      const region = crop(image, box);
-      const width = Math.min(CLS_WIDTH, Math.max(1, Math.ceil((CLS_HEIGHT * region.width) / region.height)));
-      const strip = await resizeRaster(region, width, CLS_HEIGHT, 'fill');
-      for (let y = 0; y < CLS_HEIGHT; y++) {
-        for (let x = 0; x < width; x++) {
-          const source = (y * width + x) * 3;
-          for (let c = 0; c < 3; c++) input[(n * 3 + c) * plane + y * CLS_WIDTH + x] = strip.data[source + (2 - c)]! / 127.5 - 1;
-        }
+  widest.forEach((box, n) => {
+    const region = clampBox(image, box);
+    const width = Math.min(CLS_WIDTH, Math.max(1, Math.ceil((CLS_HEIGHT * region.width) / region.height)));
+    const strip = resampleRegion(image, region, width, CLS_HEIGHT);
+    for (let y = 0; y < CLS_HEIGHT; y++) {
+      for (let x = 0; x < width; x++) {
+        const source = (y * width + x) * 3;
+        for (let c = 0; c < 3; c++) input[(n * 3 + c) * plane + y * CLS_WIDTH + x] = strip.data[source + (2 - c)]! / 127.5 - 1;
       }
-    }),
-  );
+    }
+  });
   const session = await onnxSession(CLASSIFIER_PATH);
   const output = await session.run({ x: new ort.Tensor('float32', input, [widest.length, 3, CLS_HEIGHT, CLS_WIDTH]) });
   const probabilities = Object.values(output)[0]!.data as Float32Array;
@@ -172,13 +166,11 @@ export async function upsideDownProbability(image: Raster, boxes: readonly TextB
 export async function recognizeText(image: Raster, boxes: readonly TextBox[]): Promise<TextLine[]> {
   const keys = alphabet();
   const session = await onnxSession(RECOGNIZER_PATH);
-  const strips = await Promise.all(
-    boxes.map(async (box) => {
-      const region = crop(image, box);
-      const width = Math.min(REC_MAX_WIDTH, Math.max(REC_HEIGHT / 2, Math.round((REC_HEIGHT * region.width) / region.height)));
-      return resizeRaster(region, width, REC_HEIGHT, 'fill');
-    }),
-  );
+  const strips = boxes.map((box) => {
+    const region = clampBox(image, box);
+    const width = Math.min(REC_MAX_WIDTH, Math.max(REC_HEIGHT / 2, Math.round((REC_HEIGHT * region.width) / region.height)));
+    return resampleRegion(image, region, width, REC_HEIGHT);
+  });
   // Batches of similar widths waste little on padding.
   const order = strips.map((_, index) => index).sort((a, b) => strips[a]!.width - strips[b]!.width);
   const lines: TextLine[] = new Array(boxes.length);
