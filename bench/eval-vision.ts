@@ -88,7 +88,13 @@ async function evalDocuments(pool: Pool, setting: string): Promise<string[]> {
       else error = outcome.message;
     }
     const result = last?.result;
-    const checks = Object.entries(reference).map(([field, want]) => ({ field, want, read: result?.fields[field as keyof typeof result.fields], ok: agrees(field, result?.fields[field as keyof typeof result.fields], want) }));
+    // A document printing the whole name as one value is judged on it for both names.
+    const readField = (field: string) => (field.endsWith('_name') && !result?.fields[field as 'last_name'] ? result?.fields.full_name : result?.fields[field as keyof typeof result.fields]);
+    const checks = Object.entries(reference).map(([field, want]) => {
+      const read = readField(field);
+      const ok = field.endsWith('_name') && read === result?.fields.full_name && read !== undefined ? sameName(read, `${reference.first_name ?? ''} ${reference.last_name ?? ''}`) : agrees(field, read, want);
+      return { field, want, read, ok };
+    });
     expectedCount += checks.length;
     correctCount += checks.filter((check) => check.ok).length;
     if (result?.face_found) facesFound++;
@@ -108,6 +114,8 @@ async function evalDocuments(pool: Pool, setting: string): Promise<string[]> {
     '| image | reference | fields right | wrong or missing | portrait found | outline | ms median / max (pool round trip) |',
     '|---|---|---|---|---|---|---|',
     ...rows,
+    '',
+    'Where the specimen itself prints something else than its MRZ says (checked by eye), the reading of the print counts as wrong here: fastmrz-td1.jpg prints the surname ERIKKSON, and both visas print the birth date 07 SEP 86 where their MRZ says 1940-09-07.',
     '',
     `Fields right: ${correctCount}/${expectedCount} (${((100 * correctCount) / Math.max(1, expectedCount)).toFixed(0)}%). Portrait found on ${facesFound}/${files.length} images (fastmrz-nomrz.jpg shows no portrait).`,
     `Median time per step over the images (ms): ${Object.entries(perStep).map(([step, values]) => `${step.replace(/_ms$/, '')} ${median(values).toFixed(0)}`).join(', ')}.`,

@@ -30,3 +30,9 @@ test('a field missing on either side is not a mismatch; dates, sex and numbers m
   t.deepEqual(mismatchedWithMrz({ birth_date: '1985-03-03', sex: 'F', document_number: 'X4K92L817' }, { birth_date: '1985-03-04', sex: 'M', document_number: 'X4K92L817<' }), ['birth_date', 'sex']);
   t.deepEqual(mismatchedFields({ document_number: 'X4K92L817' }, { passport_number: 'x4k 92l-817' }), []);
 });
+
+test('a whole printed name is compared with the whole known name', (t) => {
+  t.deepEqual(mismatchedFields({ full_name: 'ERIKSSONANNAMARIA' }, { first_name: 'Anna Maria', last_name: 'Eriksson' }), []);
+  t.deepEqual(mismatchedFields({ full_name: 'ERIKSSON ANNA' }, { first_name: 'Anna Maria', last_name: 'Eriksson' }), ['full_name']);
+  t.deepEqual(mismatchedWithMrz({ full_name: 'ERIKSSON ANNA MARIA' }, { first_name: 'ANNA MARIA', last_name: 'ERIKSSON' }), []);
+});

@@ -119,6 +119,11 @@ test('extractFields: "Name" over "SURNAME, GIVEN NAMES" gives both names; a valu
   t.deepEqual(fields, { last_name: 'ERIKSSON', first_name: 'ANNA MARIA', birth_date: '1974-08-12' });
 });
 
+test('extractFields: a whole name without a comma (a visa) is kept whole as full_name', (t) => {
+  const fields = extractFields([line('Surname, Given names/Nom, Prenoms', 10, 10, 300), line('ERIKSSONANNAMARIA', 12, 35)]);
+  t.deepEqual(fields, { full_name: 'ERIKSSONANNAMARIA' });
+});
+
 test('extractFields: a label without a value nearby gives no field, and another label is not taken as a value', (t) => {
   const fields = extractFields([line('Surname', 10, 10), line('Place of birth', 12, 35), line('ZENITH', 12, 60)]);
   t.deepEqual(fields, {});

@@ -23,6 +23,12 @@ export function sameName(document: unknown, record: unknown): boolean {
   return known.every((token) => read.some((candidate) => candidate === token || (candidate.length >= 3 && token.startsWith(candidate))));
 }
 
+/** Given names and surname as one name, for documents that print them as one value. */
+function wholeName(person: Record<string, unknown>): string | undefined {
+  const parts = [person.first_name, person.last_name].filter((part): part is string => typeof part === 'string' && part.trim() !== '');
+  return parts.length ? parts.join(' ') : undefined;
+}
+
 /** ICAO 9303 nationality codes that are not ISO 3166 alpha-3 codes, mapped to the ISO code. */
 const ICAO_CODES: Record<string, string> = { D: 'DEU', GBD: 'GBR', GBN: 'GBR', GBO: 'GBR', GBP: 'GBR', GBS: 'GBR', RKS: 'XKX' };
 
@@ -46,6 +52,7 @@ export function mismatchedFields(document: Record<string, unknown>, customer: Re
   const mismatches: string[] = [];
   if (!sameName(document.first_name, customer.first_name)) mismatches.push('first_name');
   if (!sameName(document.last_name, customer.last_name)) mismatches.push('last_name');
+  if (!sameName(document.full_name, wholeName(customer))) mismatches.push('full_name');
   const birth = customer.birth_date instanceof Date ? customer.birth_date.toISOString().slice(0, 10) : customer.birth_date;
   if (document.birth_date && birth && document.birth_date !== birth) mismatches.push('birth_date');
   const nationality = alpha3(customer.nationality);
@@ -70,6 +77,7 @@ export function mismatchedWithMrz(document: Record<string, unknown>, mrz: Record
   // The MRZ is the side that truncates, so it goes first.
   if (!sameName(mrz.first_name, document.first_name)) mismatches.push('first_name');
   if (!sameName(mrz.last_name, document.last_name)) mismatches.push('last_name');
+  if (!sameName(wholeName(mrz), document.full_name)) mismatches.push('full_name');
   for (const field of ['birth_date', 'expiry_date', 'sex'] as const) {
     if (document[field] && mrz[field] && document[field] !== mrz[field]) mismatches.push(field);
   }

@@ -11,7 +11,11 @@ import type { TextLine } from './ocr.ts';
 
 export const DOCUMENT_FIELDS = ['last_name', 'first_name', 'document_number', 'birth_date', 'expiry_date', 'nationality', 'sex'] as const;
 export type DocumentField = (typeof DOCUMENT_FIELDS)[number];
-export type DocumentFields = Partial<Record<DocumentField, string>>;
+/**
+ * `full_name` is set only when the document prints surname and given names as one value that cannot
+ * be split (no comma; OCR often drops the spaces): it is then compared with the whole known name.
+ */
+export type DocumentFields = Partial<Record<DocumentField | 'full_name', string>>;
 
 /** Compact label spellings by field, in the languages most often printed on ICAO documents. */
 const LABELS: Record<DocumentField, string[]> = {
@@ -25,10 +29,10 @@ const LABELS: Record<DocumentField, string[]> = {
 };
 
 /** Labels of the whole name; "Name/Nom" is one label, so the "nom" after it is absorbed. */
-const FULL_NAME_LABELS = ['namenom', 'name', 'nameandsurname'];
+const FULL_NAME_LABELS = ['surnamegivennames', 'surnameandgivennames', 'nomprenoms', 'namenom', 'name', 'nameandsurname'];
 
 /** Labels of fields not extracted: recognising them keeps them from being read as a value. */
-const OTHER_LABELS = ['placeofbirth', 'lieudenaissance', 'dateofissue', 'datededelivrance', 'authority', 'autorite', 'type', 'countrycode', 'codedupays', 'personalno', 'signature', 'height', 'taille', 'address', 'domicile', 'issuingstate'];
+const OTHER_LABELS = ['noofentries', 'nombredentrees', 'numberofentries', 'placeofbirth', 'lieudenaissance', 'dateofissue', 'datededelivrance', 'authority', 'autorite', 'type', 'countrycode', 'codedupays', 'personalno', 'signature', 'height', 'taille', 'address', 'domicile', 'issuingstate'];
 
 const MONTHS: Record<string, number> = {
   JAN: 1, JANUARY: 1, JANV: 1, JANVIER: 1, ENE: 1, JANUAR: 1,
@@ -194,13 +198,17 @@ export function extractFields(lines: readonly TextLine[]): DocumentFields {
   const fields: DocumentFields = {};
   const store = (kind: Exclude<LabelKind, null>, text: string): boolean => {
     if (kind === 'full_name') {
-      // "SURNAME, GIVEN NAMES", as TD1 cards print under "Name".
+      // "SURNAME, GIVEN NAMES", as TD1 cards print under "Name"; without a comma it stays whole.
       const [last, first] = text.split(/\s*,\s*/);
       const lastName = last ? parseValue('last_name', last) : null;
       if (!lastName) return false;
-      fields.last_name ??= lastName;
       const firstName = first ? parseValue('first_name', first) : null;
-      if (firstName) fields.first_name ??= firstName;
+      if (!firstName) {
+        fields.full_name ??= lastName;
+        return true;
+      }
+      fields.last_name ??= lastName;
+      fields.first_name ??= firstName;
       return true;
     }
     const value = parseValue(kind, text);
@@ -209,7 +217,9 @@ export function extractFields(lines: readonly TextLine[]): DocumentFields {
   };
   for (const label of labels) {
     if (!label.field || (label.field !== 'full_name' && fields[label.field])) continue;
-    if (label.rest && !labelsOf({ ...label.line, text: label.rest }).length && store(label.field, label.rest)) continue;
+    // A value on the label's own line ("Sex: M") is printed in capitals; mixed case is more label.
+    const inline = label.rest && !/[a-z]/.test(label.rest) && !labelsOf({ ...label.line, text: label.rest }).length;
+    if (inline && store(label.field, label.rest)) continue;
     const height = label.line.box.height;
     const nearby: { line: TextLine; cost: number }[] = [];
     for (const line of values) {
