@@ -16,7 +16,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { loadConfig } from '../src/config.ts';
-import { createPools } from '../src/pools.ts';
+import { createPools, runVision } from '../src/pools.ts';
 import { sameName } from '../src/modules/kyc/compare.ts';
 import { readMrz } from '../src/modules/kyc/mrz/read.ts';
 import { cosineSimilarity, type FaceReadResult } from '../src/modules/kyc/vision/faces.ts';
@@ -49,9 +49,9 @@ function agrees(field: string, read: string | undefined, want: string): boolean 
 type Pool = ReturnType<typeof createPools>['vision'];
 
 async function run<T>(pool: Pool, type: VisionTask['type'], file: string): Promise<{ outcome: VisionOutcome<T>; ms: number }> {
-  const bytes = new Uint8Array(fs.readFileSync(file));
+  const bytes = fs.readFileSync(file);
   const started = performance.now();
-  const outcome = (await pool.run({ type, image: bytes }, { transferList: [bytes.buffer] })) as VisionOutcome<T>;
+  const outcome = await runVision<T>(pool, type, bytes);
   return { outcome, ms: performance.now() - started };
 }
 

@@ -9,7 +9,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { loadConfig } from '../src/config.ts';
-import { createPools } from '../src/pools.ts';
+import { createPools, runVision } from '../src/pools.ts';
 import type { VisionTask } from '../workers/vision.ts';
 import { machineLine, writeSection } from './results.ts';
 
@@ -36,9 +36,10 @@ async function measure(workers: number, threads: number): Promise<Measured> {
   const config = loadConfig({ LOG_LEVEL: 'silent', WARDEN_VISION_WORKERS: String(workers), WARDEN_ONNX_THREADS: String(threads) });
   const pools = createPools(config);
   const run = async (type: VisionTask['type'], image: Buffer) => {
-    const bytes = new Uint8Array(image);
+    // A copy each time: the task takes the bytes it is given.
+    const bytes = Buffer.from(image);
     const started = performance.now();
-    const outcome = (await pools.vision.run({ type, image: bytes }, { transferList: [bytes.buffer] })) as { ok: boolean; message?: string };
+    const outcome = await runVision(pools.vision, type, bytes);
     if (!outcome.ok) throw new Error(outcome.message);
     return performance.now() - started;
   };

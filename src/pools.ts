@@ -2,7 +2,7 @@ import path from 'node:path';
 import { Piscina } from 'piscina';
 import type { Config } from './config.ts';
 import type { LightTask } from '../workers/light.ts';
-import type { VisionTask, VisionWorkerData } from '../workers/vision.ts';
+import type { VisionOutcome, VisionTask, VisionWorkerData } from '../workers/vision.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
 
@@ -45,6 +45,17 @@ export function createPools(config: Config): Pools {
       await Promise.all([light.destroy(), vision.destroy()]);
     },
   };
+}
+
+/**
+ * Runs a vision task on image bytes, moved to the worker rather than copied. A Buffer that shares
+ * its memory (Node pools small ones) cannot be moved and is copied first; either way the caller's
+ * bytes are not usable afterwards.
+ */
+export async function runVision<T>(pool: Pools['vision'], type: VisionTask['type'], image: Uint8Array): Promise<VisionOutcome<T>> {
+  const owned = image.byteOffset === 0 && image.byteLength === image.buffer.byteLength;
+  const bytes = owned ? new Uint8Array(image.buffer, 0, image.byteLength) : new Uint8Array(image);
+  return (await pool.run({ type, image: bytes }, { transferList: [bytes.buffer as ArrayBuffer] })) as VisionOutcome<T>;
 }
 
 /** Splits records into at most `parts` chunks of at least `minimum` records, so tiny batches stay one task. */

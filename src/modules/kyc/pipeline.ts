@@ -3,6 +3,7 @@ import { parse as parseMrz } from 'mrz';
 import type { AppContext } from '../../context.ts';
 import type { ResultMessage } from '../../realtime/documents.ts';
 import type { DocumentFrontOutput, VisionOutcome, VisionTask } from '../../../workers/vision.ts';
+import { runVision } from '../../pools.ts';
 import { RESULT_TYPES, type ArtifactType, type DerivedArtifactType } from './constants.ts';
 import { mismatchedFields, mismatchedWithMrz } from './compare.ts';
 import type { MrzReadResult } from './mrz/read.ts';
@@ -16,6 +17,7 @@ interface ArtifactRow {
   session_id: string;
   artifact_type: ArtifactType | DerivedArtifactType;
   content_type: string;
+  sha256: string;
   path: string;
 }
 
@@ -35,16 +37,13 @@ async function customerOf(app: AppContext, session: SessionRow): Promise<Record<
   return app.db('customers').where({ customer_ref: session.customer_ref }).first();
 }
 
-/** Runs a vision task on a stored file; the file's bytes are moved to the worker, not copied. */
-async function runVision<T>(app: AppContext, type: VisionTask['type'], filePath: string): Promise<VisionOutcome<T>> {
-  const file = await app.files.read(filePath);
-  // A Buffer may share a pooled ArrayBuffer with others; only a buffer of its own can be moved.
-  const bytes = file.byteOffset === 0 && file.byteLength === file.buffer.byteLength ? new Uint8Array(file.buffer, 0, file.byteLength) : new Uint8Array(file);
-  return (await app.pools.vision.run({ type, image: bytes }, { transferList: [bytes.buffer as ArrayBuffer] })) as VisionOutcome<T>;
+/** Runs a vision task on a stored file. */
+async function visionOnFile<T>(app: AppContext, type: VisionTask['type'], filePath: string): Promise<VisionOutcome<T>> {
+  return runVision<T>(app.pools.vision, type, await app.files.read(filePath));
 }
 
 async function verifyMrz(app: AppContext, artifact: ArtifactRow, session: SessionRow, today: string): Promise<Outcome> {
-  const outcome = await runVision<MrzReadResult>(app, 'mrz', artifact.path);
+  const outcome = await visionOnFile<MrzReadResult>(app, 'mrz', artifact.path);
   if (!outcome.ok) return { code: 'fail', message: outcome.message, data: null, details: { reason: outcome.reason } };
   const read = outcome.result;
   const details = { lines: read.lines, format: read.format, valid: read.valid, invalid_fields: read.invalid_fields, corrections: read.corrections, confidence: read.confidence, timings: read.timings };
@@ -63,14 +62,17 @@ async function verifyMrz(app: AppContext, artifact: ArtifactRow, session: Sessio
   return { code: 'success', message: 'The MRZ was read and its check digits hold.', data, details, mrzData };
 }
 
-/** The portrait cut from a document front, kept as an artifact of its own for face matching. */
-async function portraitArtifact(app: AppContext, session: SessionRow, portrait: Uint8Array): Promise<Record<string, unknown>> {
-  const key = await app.files.putBuffer(Buffer.from(portrait.buffer, portrait.byteOffset, portrait.byteLength));
-  return { id: randomUUID(), session_id: session.id, artifact_type: 'doc_portrait', content_type: 'image/jpeg', size: portrait.byteLength, sha256: key.split('/').at(-1), path: key };
+/**
+ * A portrait the pipeline took from an upload (document front, chip), stored as a file and returned
+ * as the artifact row written with the upload's result: a reference for face matching.
+ */
+async function portraitArtifact(app: AppContext, session: SessionRow, type: DerivedArtifactType, contentType: string, image: Uint8Array): Promise<Record<string, unknown> & { id: string }> {
+  const key = await app.files.putBuffer(Buffer.from(image.buffer, image.byteOffset, image.byteLength));
+  return { id: randomUUID(), session_id: session.id, artifact_type: type, content_type: contentType, size: image.byteLength, sha256: key.split('/').at(-1), path: key };
 }
 
 async function verifyDocFront(app: AppContext, artifact: ArtifactRow, session: SessionRow, today: string): Promise<Outcome> {
-  const outcome = await runVision<DocumentFrontOutput>(app, 'docfront', artifact.path);
+  const outcome = await visionOnFile<DocumentFrontOutput>(app, 'docfront', artifact.path);
   if (!outcome.ok) {
     const data = { ocr_read: false, fields: {}, face_found: false, mismatched_fields: [], timings: null };
     return { code: 'fail', message: outcome.message, data, details: { reason: outcome.reason } };
@@ -81,7 +83,7 @@ async function verifyDocFront(app: AppContext, artifact: ArtifactRow, session: S
   const againstMrz = session.mrz_data ? mismatchedWithMrz(comparable, session.mrz_data) : [];
   const mismatched = [...new Set([...againstCustomer, ...againstMrz])];
   const data = { ocr_read: result.text_read, fields: result.fields, face_found: result.face_found, mismatched_fields: mismatched, timings: result.timings };
-  const derivedArtifact = portrait ? await portraitArtifact(app, session, portrait) : undefined;
+  const derivedArtifact = portrait ? await portraitArtifact(app, session, 'doc_portrait', 'image/jpeg', portrait) : undefined;
   const details = {
     document: result.document,
     lines: result.lines,
@@ -107,31 +109,29 @@ class ReferenceNotReady extends Error {}
 const REFERENCE_TYPES = ['doc_portrait', 'passport_mrz_page', 'nfc_portrait'] as const;
 export const REFERENCE_SOURCES: readonly string[] = ['doc_front', 'passport_mrz_page', 'nfc_raw'];
 
-type StoredArtifact = ArtifactRow & { sha256: string };
-
 async function verifySelfie(app: AppContext, artifact: ArtifactRow, session: SessionRow, finalAttempt: boolean): Promise<Outcome | 'deferred'> {
   const threshold = app.config.face.threshold;
   const model = app.config.face.model.name;
   // Results first: a document verified after this read is then still seen as pending, never as
   // verified without its portrait.
-  const results = new Map(((await app.db('verification_results').where({ session_id: session.id }).select('artifact_id', 'code')) as { artifact_id: string; code: string }[]).map((row) => [row.artifact_id, row.code]));
+  const verified = new Set((await app.db('verification_results').where({ session_id: session.id }).pluck('artifact_id')) as string[]);
   const artifacts = (await app.db('verification_artifacts')
     .where({ session_id: session.id })
     .whereIn('artifact_type', [...REFERENCE_TYPES, ...REFERENCE_SOURCES])
-    .orderBy('created_at', 'desc')) as StoredArtifact[];
+    .orderBy('created_at', 'desc')) as ArtifactRow[];
   const sources = artifacts.filter((row) => REFERENCE_SOURCES.includes(row.artifact_type));
   const references = REFERENCE_TYPES.flatMap((type) => artifacts.filter((row) => row.artifact_type === (type as string)));
   if (references.length === 0) {
     // Nothing to compare with yet. A document still being verified: retry shortly (its result
     // also queues this selfie again). No document yet while the flow asks for one: wait for it.
-    if (sources.some((row) => !results.has(row.id))) {
+    if (sources.some((row) => !verified.has(row.id))) {
       if (!finalAttempt) throw new ReferenceNotReady('the reference document is still being verified');
       return 'deferred';
     }
     if (sources.length === 0 && session.status === 'open' && session.pending_artifact_types.some((type) => REFERENCE_SOURCES.includes(type))) return 'deferred';
   }
 
-  const selfie = await runVision<FaceReadResult>(app, 'faces', artifact.path);
+  const selfie = await visionOnFile<FaceReadResult>(app, 'faces', artifact.path);
   if (!selfie.ok) return { code: 'fail', message: selfie.message, data: null, details: { reason: selfie.reason, threshold, model } };
   const faces = selfie.result.faces;
   if (faces.length === 0) return { code: 'fail', message: 'No face was found in the selfie.', data: null, details: { reason: 'no_face', faces, threshold, model } };
@@ -139,14 +139,13 @@ async function verifySelfie(app: AppContext, artifact: ArtifactRow, session: Ses
     return { code: 'fail', message: `${faces.length} faces were found in the selfie; exactly one person must be in the picture.`, data: null, details: { reason: 'several_faces', faces, threshold, model } };
   }
 
-  const selfieHash = ((await app.db('verification_artifacts').where({ id: artifact.id }).first('sha256')) as { sha256: string }).sha256;
-  if (sources.some((row) => row.sha256 === selfieHash)) {
+  if (sources.some((row) => row.sha256 === artifact.sha256)) {
     return { code: 'fail', message: 'The selfie is the same file as a document photograph of this session.', data: null, details: { reason: 'same_image', selfie_face: faces[0], threshold, model } };
   }
 
   const tried: { artifact_id: string; artifact_type: string; reason: string }[] = [];
   for (const reference of references) {
-    const read = await runVision<FaceReadResult>(app, 'faces', reference.path);
+    const read = await visionOnFile<FaceReadResult>(app, 'faces', reference.path);
     if (!read.ok || !read.result.embedding) {
       tried.push({ artifact_id: reference.id, artifact_type: reference.artifact_type, reason: read.ok ? 'no_face' : read.reason });
       continue;
@@ -185,17 +184,8 @@ async function verifyNfc(app: AppContext, artifact: ArtifactRow, session: Sessio
   const details: Record<string, unknown> = { dg1_lines: chip.dg1.lines, dg1_valid: parsed.valid, data_groups: chip.dataGroups };
   let derivedArtifact: Record<string, unknown> | undefined;
   if (chip.portrait) {
-    // Kept as an artifact of its own, a reference for face matching (after a document-front portrait or passport page).
-    const key = await app.files.putBuffer(chip.portrait.image);
-    derivedArtifact = {
-      id: randomUUID(),
-      session_id: session.id,
-      artifact_type: 'nfc_portrait',
-      content_type: chip.portrait.format === 'jpeg' ? 'image/jpeg' : 'image/jp2',
-      size: chip.portrait.image.length,
-      sha256: key.split('/').at(-1),
-      path: key,
-    };
+    // A reference for face matching, after a document-front portrait or the passport page.
+    derivedArtifact = await portraitArtifact(app, session, 'nfc_portrait', chip.portrait.format === 'jpeg' ? 'image/jpeg' : 'image/jp2', chip.portrait.image);
     details.portrait_artifact_id = derivedArtifact.id;
   }
   if (!parsed.valid) return { code: 'fail', message: 'The chip MRZ (DG1) check digits do not hold.', data: null, details, derivedArtifact };

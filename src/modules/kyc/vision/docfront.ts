@@ -4,10 +4,10 @@
  * a JPEG to serve as the reference for a later selfie).
  */
 import { straightenDocument } from './document.ts';
-import { DEFAULT_MAX_PIXELS, decodeImage, encodeJpeg, rotateRaster, warp, type Raster } from './image.ts';
+import { boxTuple, DEFAULT_MAX_PIXELS, decodeImage, encodeJpeg, rotateRaster, tenths, warp, type Box, type Raster } from './image.ts';
 import { detectFaces, type Face } from './faces.ts';
 import { extractFields, type DocumentFields } from './fields.ts';
-import { detectText, recognizeText, upsideDownProbability, type TextBox, type TextLine } from './ocr.ts';
+import { detectText, recognizeText, upsideDownProbability, type TextLine } from './ocr.ts';
 
 /** Photographs are read at this long side at most; document text stays well legible. */
 const READ_SIDE = 1600;
@@ -43,9 +43,6 @@ export interface DocumentFrontResult {
   timings: { decode_ms: number; straighten_ms: number; text_detection_ms: number; text_recognition_ms: number; fields_ms: number; face_ms: number; total_ms: number };
 }
 
-const round = (value: number) => Math.round(value);
-const elapsed = (from: number) => Math.round((performance.now() - from) * 10) / 10;
-
 /** Portraits are kept at least this wide, so a small one can still be read as a reference. */
 const PORTRAIT_MIN_WIDTH = 240;
 
@@ -65,7 +62,7 @@ function portraitCrop(image: Raster, face: Face): Raster {
 const UPSIDE_DOWN = 0.6;
 
 /** Boxes of vertical text (a document on its side) outnumber horizontal ones at least two to one. */
-function mostlyVertical(boxes: readonly TextBox[]): boolean {
+function mostlyVertical(boxes: readonly Box[]): boolean {
   const vertical = boxes.filter((box) => box.height > 1.5 * box.width).length;
   const horizontal = boxes.filter((box) => box.width > 1.5 * box.height).length;
   return vertical >= 3 && vertical > 2 * horizontal;
@@ -76,7 +73,7 @@ function mostlyVertical(boxes: readonly TextBox[]): boolean {
  * vertically (and the text detected again), a half turn when the direction classifier finds them
  * upside down (the boxes turned with the image).
  */
-async function uprightText(image: Raster): Promise<{ document: Raster; boxes: TextBox[]; rotation: 0 | 90 | 180 | 270 }> {
+async function uprightText(image: Raster): Promise<{ document: Raster; boxes: Box[]; rotation: 0 | 90 | 180 | 270 }> {
   let document = image;
   let boxes = await detectText(document, TEXT_DETECTION_SIDE);
   let rotation: 0 | 90 | 180 | 270 = 0;
@@ -104,39 +101,38 @@ export async function readDocumentFront(input: Buffer | Uint8Array | ArrayBuffer
   const straightenedAt = performance.now();
   const { document, boxes, rotation } = await uprightText(straightened.image);
   const detectedAt = performance.now();
-  const isMrz = (box: TextBox) => box.width >= MRZ_ASPECT * box.height && box.y > document.height / 2;
+  const isMrz = (box: Box) => box.width >= MRZ_ASPECT * box.height && box.y > document.height / 2;
   const lines: TextLine[] = (await recognizeText(document, boxes.filter((box) => !isMrz(box)))).filter((line) => line.text);
   const recognizedAt = performance.now();
   const fields = extractFields(lines);
   const fieldsAt = performance.now();
-  const faces = await detectFaces(document);
   // The portrait is the largest face; a passport's small "ghost" copy of it is not a second person.
-  const face = faces.sort((a, b) => b.box.width * b.box.height - a.box.width * a.box.height)[0] ?? null;
+  const face = (await detectFaces(document))[0] ?? null;
   const portrait = face ? await encodeJpeg(portraitCrop(document, face)) : null;
   const faceAt = performance.now();
   return {
     result: {
       text_read: Object.keys(fields).length >= MIN_FIELDS,
       fields,
-      lines: lines.map((line) => ({ text: line.text, confidence: Math.round(line.confidence * 1000) / 1000, box: [round(line.box.x), round(line.box.y), round(line.box.width), round(line.box.height)] })),
+      lines: lines.map((line) => ({ text: line.text, confidence: Math.round(line.confidence * 1000) / 1000, box: boxTuple(line.box) })),
       document: {
         method: straightened.method,
-        corners: straightened.corners?.map((p) => ({ x: round(p.x), y: round(p.y) })) ?? null,
+        corners: straightened.corners?.map((p) => ({ x: Math.round(p.x), y: Math.round(p.y) })) ?? null,
         angle: Math.round(straightened.angle * 10) / 10,
         rotation,
         width: document.width,
         height: document.height,
       },
       face_found: face !== null,
-      face: face ? { box: [round(face.box.x), round(face.box.y), round(face.box.width), round(face.box.height)], score: Math.round(face.score * 1000) / 1000 } : null,
+      face: face ? { box: boxTuple(face.box), score: Math.round(face.score * 1000) / 1000 } : null,
       timings: {
-        decode_ms: Math.round((decoded - started) * 10) / 10,
-        straighten_ms: Math.round((straightenedAt - decoded) * 10) / 10,
-        text_detection_ms: Math.round((detectedAt - straightenedAt) * 10) / 10,
-        text_recognition_ms: Math.round((recognizedAt - detectedAt) * 10) / 10,
-        fields_ms: Math.round((fieldsAt - recognizedAt) * 10) / 10,
-        face_ms: Math.round((faceAt - fieldsAt) * 10) / 10,
-        total_ms: elapsed(started),
+        decode_ms: tenths(decoded - started),
+        straighten_ms: tenths(straightenedAt - decoded),
+        text_detection_ms: tenths(detectedAt - straightenedAt),
+        text_recognition_ms: tenths(recognizedAt - detectedAt),
+        fields_ms: tenths(fieldsAt - recognizedAt),
+        face_ms: tenths(faceAt - fieldsAt),
+        total_ms: tenths(faceAt - started),
       },
     },
     portrait,

@@ -5,12 +5,7 @@
  * Otherwise the document is taken to fill the frame (a scan, a close crop) and only its skew is
  * corrected, from the dominant direction of the strokes. Plain typed arrays, no native calls.
  */
-import { resizeRaster, toGray, warp, type Raster } from './image.ts';
-
-export interface Point {
-  x: number;
-  y: number;
-}
+import { resizeRaster, toGray, warp, type Point, type Raster } from './image.ts';
 
 export interface Straightened {
   image: Raster;

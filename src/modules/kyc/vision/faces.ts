@@ -5,7 +5,7 @@
  */
 import path from 'node:path';
 import { MODELS_DIR, type EmbedderSpec } from './embedder.ts';
-import { DEFAULT_MAX_PIXELS, decodeImage, resizeRaster, warp, type Raster } from './image.ts';
+import { boxTuple, DEFAULT_MAX_PIXELS, decodeImage, resizeRaster, tapsFor, tenths, warp, type Box, type Point, type Raster } from './image.ts';
 import { onnxSession, ort } from './onnx.ts';
 
 const DETECTOR_PATH = path.join(MODELS_DIR, 'blazeface.onnx');
@@ -14,14 +14,9 @@ const DETECTOR_SIZE = 256;
 const MIN_FACE_SCORE = 0.75;
 const NMS_IOU = 0.3;
 
-export interface Point {
-  x: number;
-  y: number;
-}
-
 export interface Face {
   /** Box in image pixels. */
-  box: { x: number; y: number; width: number; height: number };
+  box: Box;
   score: number;
   /** The subject's right eye, left eye, nose tip, mouth centre (image left to right for the eyes). */
   landmarks: { right_eye: Point; left_eye: Point; nose: Point; mouth: Point };
@@ -40,7 +35,7 @@ const ANCHORS: Float32Array = (() => {
   return Float32Array.from(anchors);
 })();
 
-function iou(a: Face['box'], b: Face['box']): number {
+function iou(a: Box, b: Box): number {
   const x0 = Math.max(a.x, b.x);
   const y0 = Math.max(a.y, b.y);
   const x1 = Math.min(a.x + a.width, b.x + b.width);
@@ -55,7 +50,8 @@ export async function loadFaceModels(spec: EmbedderSpec): Promise<void> {
 }
 
 /**
- * Faces in an RGB raster, best first. The image is fitted into the detector's square (letterboxed,
+ * Faces in an RGB raster, largest first (on a passport page the portrait, before its small
+ * "ghost" copy; in a selfie the person in front). The image is fitted into the detector's square (letterboxed,
  * so its proportions hold) and the boxes and landmarks are mapped back to image pixels.
  */
 export async function detectFaces(image: Raster, minScore = MIN_FACE_SCORE): Promise<Face[]> {
@@ -99,7 +95,7 @@ export async function detectFaces(image: Raster, minScore = MIN_FACE_SCORE): Pro
   candidates.sort((a, b) => b.score - a.score);
   const faces: Face[] = [];
   for (const candidate of candidates) if (faces.every((face) => iou(face.box, candidate.box) < NMS_IOU)) faces.push(candidate);
-  return faces;
+  return faces.sort((a, b) => b.box.width * b.box.height - a.box.width * a.box.height);
 }
 
 /**
@@ -147,34 +143,19 @@ function invertSimilarity(m: readonly number[]): number[] {
   return [a / det, b / det, -(a * c + b * f) / det, -b / det, a / det, (b * c - a * f) / det, 0, 0, 1];
 }
 
-/** The face cut out and rotated upright, eyes level, at the model's input size (RGB raster). */
+/**
+ * The face cut out and rotated upright, eyes level, at the model's input size (RGB raster). A face
+ * more than twice the input size is averaged over several samples per pixel, so it does not alias.
+ */
 export function alignFace(image: Raster, face: Face, spec: Pick<EmbedderSpec, 'input_size' | 'template_scale'>): Raster {
   const size = spec.input_size;
   const factor = (spec.template_scale * size) / 112;
   const template = ARCFACE_TEMPLATE.map((p) => ({ x: (p.x - 56) * factor + size / 2, y: (p.y - 56) * factor + size / 2 }));
   const { right_eye, left_eye, nose, mouth } = face.landmarks;
-  const toCrop = similarityTransform([right_eye, left_eye, nose, mouth], template);
-  return warp(image, invertSimilarity(toCrop), size, size);
-}
-
-/**
- * alignFace for faces of any size: a face much larger than the model's input is first shrunk by
- * libvips (which averages the pixels it drops) so that the bilinear warp does not alias.
- */
-export async function alignFaceSmoothly(image: Raster, face: Face, spec: Pick<EmbedderSpec, 'input_size' | 'template_scale'>): Promise<Raster> {
-  const shrink = (2 * spec.input_size) / Math.max(face.box.width, face.box.height);
-  if (shrink >= 0.5) return alignFace(image, face, spec);
-  const smaller = await resizeRaster(image, Math.max(1, Math.round(image.width * shrink)), Math.max(1, Math.round(image.height * shrink)), 'fill');
-  const sx = smaller.width / image.width;
-  const sy = smaller.height / image.height;
-  const scalePoint = (p: Point): Point => ({ x: p.x * sx, y: p.y * sy });
-  const { right_eye, left_eye, nose, mouth } = face.landmarks;
-  const scaled: Face = {
-    ...face,
-    box: { x: face.box.x * sx, y: face.box.y * sy, width: face.box.width * sx, height: face.box.height * sy },
-    landmarks: { right_eye: scalePoint(right_eye), left_eye: scalePoint(left_eye), nose: scalePoint(nose), mouth: scalePoint(mouth) },
-  };
-  return alignFace(smaller, scaled, spec);
+  const toImage = invertSimilarity(similarityTransform([right_eye, left_eye, nose, mouth], template));
+  const large = Math.max(face.box.width, face.box.height) > 2 * size;
+  const taps = large ? tapsFor(Math.hypot(toImage[0]!, toImage[3]!)) : 1;
+  return warp(image, toImage, size, size, { x: taps, y: taps });
 }
 
 /** Unit-length embeddings of aligned faces, one per crop. */
@@ -229,14 +210,13 @@ export async function readFaces(input: Buffer | Uint8Array | ArrayBuffer, spec: 
   const started = performance.now();
   const image = await decodeImage(input, { channels: 3, maxPixels: DEFAULT_MAX_PIXELS, maxSide: FACE_READ_SIDE });
   const decoded = performance.now();
-  const faces = (await detectFaces(image)).sort((a, b) => b.box.width * b.box.height - a.box.width * a.box.height);
+  const faces = await detectFaces(image);
   const detected = performance.now();
-  const embedding = faces[0] ? Array.from((await embedFaces([await alignFaceSmoothly(image, faces[0], spec)], spec))[0]!) : null;
+  const embedding = faces[0] ? Array.from((await embedFaces([alignFace(image, faces[0], spec)], spec))[0]!) : null;
   const done = performance.now();
-  const ms = (value: number) => Math.round(value * 10) / 10;
   return {
-    faces: faces.map((face) => ({ box: [face.box.x, face.box.y, face.box.width, face.box.height].map(Math.round) as [number, number, number, number], score: Math.round(face.score * 1000) / 1000 })),
+    faces: faces.map((face) => ({ box: boxTuple(face.box), score: Math.round(face.score * 1000) / 1000 })),
     embedding,
-    timings: { decode_ms: ms(decoded - started), detect_ms: ms(detected - decoded), embed_ms: ms(done - detected), total_ms: ms(done - started) },
+    timings: { decode_ms: tenths(decoded - started), detect_ms: tenths(detected - decoded), embed_ms: tenths(done - detected), total_ms: tenths(done - started) },
   };
 }

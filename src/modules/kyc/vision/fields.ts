@@ -65,18 +65,18 @@ interface Label {
   rest: string;
 }
 
+/** Every spelling with what it labels, longest first, so "dateofbirth" wins over "dob" and "givennames" over "nom". */
+const SPELLINGS: readonly [LabelKind, string][] = [
+  ...DOCUMENT_FIELDS.flatMap((field) => LABELS[field].map((label): [LabelKind, string] => [field, label])),
+  ...FULL_NAME_LABELS.map((label): [LabelKind, string] => ['full_name', label]),
+  ...OTHER_LABELS.map((label): [null, string] => [null, label]),
+].sort((a, b) => b[1].length - a[1].length);
+
 /** Every label found in a line, with its estimated position. */
 function labelsOf(line: TextLine): Label[] {
   const text = compact(line.text);
   const found: { field: LabelKind; start: number; end: number }[] = [];
-  const candidates: [LabelKind, string][] = [
-    ...DOCUMENT_FIELDS.flatMap((field) => LABELS[field].map((label): [LabelKind, string] => [field, label])),
-    ...FULL_NAME_LABELS.map((label): [LabelKind, string] => ['full_name', label]),
-    ...OTHER_LABELS.map((label): [null, string] => [null, label]),
-  ];
-  // Longest spellings first, so "dateofbirth" wins over "dob" and "givennames" over "nom".
-  candidates.sort((a, b) => b[1].length - a[1].length);
-  for (const [field, label] of candidates) {
+  for (const [field, label] of SPELLINGS) {
     for (const [start, end] of occurrences(text, label)) {
       if (!found.some((f) => start < f.end && end > f.start)) found.push({ field, start, end });
     }

@@ -19,6 +19,29 @@ export class ImageError extends Error {
   }
 }
 
+export interface Point {
+  x: number;
+  y: number;
+}
+
+/** An axis-aligned rectangle in pixels. */
+export interface Box {
+  x: number;
+  y: number;
+  width: number;
+  height: number;
+}
+
+/** A box as reported in results: [x, y, width, height] in whole pixels. */
+export function boxTuple(box: Box): [number, number, number, number] {
+  return [Math.round(box.x), Math.round(box.y), Math.round(box.width), Math.round(box.height)];
+}
+
+/** Milliseconds as reported in results: to a tenth. */
+export function tenths(ms: number): number {
+  return Math.round(ms * 10) / 10;
+}
+
 /** A decoded raster: `channels` bytes per pixel, rows top to bottom. */
 export interface Raster {
   readonly width: number;
@@ -124,40 +147,65 @@ export async function encodeJpeg(image: Raster, quality = 90): Promise<Buffer> {
 
 /**
  * Samples `source` through a 3x3 homography `h` (destination pixel -> source pixel, row-major)
- * into a width x height raster, bilinear, with edge clamping. Used to straighten documents and to
- * align faces (an affine map is a homography with a last row of 0 0 1).
+ * into a width x height raster, bilinear, with edge clamping. With `taps` above 1, each output pixel
+ * averages taps x taps samples spread over it, so that shrinking does not alias thin strokes. Used
+ * to straighten documents, align faces and cut text lines (an affine map is a homography with a
+ * last row of 0 0 1).
  */
-export function warp(source: Raster, h: ArrayLike<number>, width: number, height: number): Raster {
+export function warp(source: Raster, h: ArrayLike<number>, width: number, height: number, taps: { x: number; y: number } = { x: 1, y: 1 }): Raster {
   const { channels, data } = source;
   const out = new Uint8Array(width * height * channels);
   const maxX = source.width - 1;
   const maxY = source.height - 1;
   const stride = source.width * channels;
+  const weight = 1 / (taps.x * taps.y);
+  const sum = new Float64Array(channels);
   let o = 0;
   for (let y = 0; y < height; y++) {
     for (let x = 0; x < width; x++) {
-      const px = x + 0.5;
-      const py = y + 0.5;
-      const w = h[6]! * px + h[7]! * py + h[8]!;
-      let sx = (h[0]! * px + h[1]! * py + h[2]!) / w - 0.5;
-      let sy = (h[3]! * px + h[4]! * py + h[5]!) / w - 0.5;
-      sx = sx < 0 ? 0 : sx > maxX ? maxX : sx;
-      sy = sy < 0 ? 0 : sy > maxY ? maxY : sy;
-      const x0 = sx | 0;
-      const y0 = sy | 0;
-      const fx = sx - x0;
-      const fy = sy - y0;
-      const i = y0 * stride + x0 * channels;
-      const right = x0 < maxX ? channels : 0;
-      const down = y0 < maxY ? stride : 0;
-      for (let c = 0; c < channels; c++) {
-        const top = data[i + c]! + (data[i + right + c]! - data[i + c]!) * fx;
-        const bottom = data[i + down + c]! + (data[i + down + right + c]! - data[i + down + c]!) * fx;
-        out[o++] = top + (bottom - top) * fy + 0.5;
+      sum.fill(0);
+      for (let ty = 0; ty < taps.y; ty++) {
+        const py = y + (ty + 0.5) / taps.y;
+        for (let tx = 0; tx < taps.x; tx++) {
+          const px = x + (tx + 0.5) / taps.x;
+          const w = h[6]! * px + h[7]! * py + h[8]!;
+          let sx = (h[0]! * px + h[1]! * py + h[2]!) / w - 0.5;
+          let sy = (h[3]! * px + h[4]! * py + h[5]!) / w - 0.5;
+          sx = sx < 0 ? 0 : sx > maxX ? maxX : sx;
+          sy = sy < 0 ? 0 : sy > maxY ? maxY : sy;
+          const x0 = sx | 0;
+          const y0 = sy | 0;
+          const fx = sx - x0;
+          const fy = sy - y0;
+          const i = y0 * stride + x0 * channels;
+          const right = x0 < maxX ? channels : 0;
+          const down = y0 < maxY ? stride : 0;
+          for (let c = 0; c < channels; c++) {
+            const top = data[i + c]! + (data[i + right + c]! - data[i + c]!) * fx;
+            const bottom = data[i + down + c]! + (data[i + down + right + c]! - data[i + down + c]!) * fx;
+            sum[c]! += top + (bottom - top) * fy;
+          }
+        }
       }
+      for (let c = 0; c < channels; c++) out[o++] = sum[c]! * weight + 0.5;
     }
   }
   return { width, height, channels, data: out };
+}
+
+/** Samples per output pixel and axis when a source span of `scale` pixels falls on one output pixel. */
+export function tapsFor(scale: number): number {
+  return Math.max(1, Math.min(4, Math.ceil(scale - 0.25)));
+}
+
+/**
+ * The rectangle `box` of a raster resampled to width x height, averaging when shrinking. For the
+ * many small crops of a page (text lines) this is cheaper than a libvips pipeline per crop.
+ */
+export function resampleRegion(image: Raster, box: Box, width: number, height: number): Raster {
+  const sx = box.width / width;
+  const sy = box.height / height;
+  return warp(image, [sx, 0, box.x, 0, sy, box.y, 0, 0, 1], width, height, { x: tapsFor(sx), y: tapsFor(sy) });
 }
 
 /** The raster turned clockwise by a quarter turn or a half turn. */
@@ -174,51 +222,4 @@ export function rotateRaster(image: Raster, degrees: 90 | 180): Raster {
     }
   }
   return { width: outWidth, height: outHeight, channels, data: out };
-}
-
-/**
- * The rectangle `box` of a raster resampled to width x height: bilinear, averaging several taps per
- * output pixel when shrinking so thin strokes do not alias. For the many small crops of a page
- * (text lines) this is cheaper than a libvips pipeline per crop.
- */
-export function resampleRegion(image: Raster, box: { x: number; y: number; width: number; height: number }, width: number, height: number): Raster {
-  const { channels, data } = image;
-  const out = new Uint8Array(width * height * channels);
-  const sx = box.width / width;
-  const sy = box.height / height;
-  const tapsX = Math.max(1, Math.min(4, Math.ceil(sx - 0.25)));
-  const tapsY = Math.max(1, Math.min(4, Math.ceil(sy - 0.25)));
-  const weight = 1 / (tapsX * tapsY);
-  const maxX = image.width - 1;
-  const maxY = image.height - 1;
-  const stride = image.width * channels;
-  const sum = new Float64Array(channels);
-  let o = 0;
-  for (let y = 0; y < height; y++) {
-    for (let x = 0; x < width; x++) {
-      sum.fill(0);
-      for (let ty = 0; ty < tapsY; ty++) {
-        let py = box.y + (y + (ty + 0.5) / tapsY) * sy - 0.5;
-        py = py < 0 ? 0 : py > maxY ? maxY : py;
-        const y0 = py | 0;
-        const fy = py - y0;
-        const down = y0 < maxY ? stride : 0;
-        for (let tx = 0; tx < tapsX; tx++) {
-          let px = box.x + (x + (tx + 0.5) / tapsX) * sx - 0.5;
-          px = px < 0 ? 0 : px > maxX ? maxX : px;
-          const x0 = px | 0;
-          const fx = px - x0;
-          const i = y0 * stride + x0 * channels;
-          const right = x0 < maxX ? channels : 0;
-          for (let c = 0; c < channels; c++) {
-            const top = data[i + c]! + (data[i + right + c]! - data[i + c]!) * fx;
-            const bottom = data[i + down + c]! + (data[i + down + right + c]! - data[i + down + c]!) * fx;
-            sum[c]! += top + (bottom - top) * fy;
-          }
-        }
-      }
-      for (let c = 0; c < channels; c++) out[o++] = sum[c]! * weight + 0.5;
-    }
-  }
-  return { width, height, channels, data: out };
 }

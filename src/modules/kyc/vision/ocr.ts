@@ -5,7 +5,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { resampleRegion, resizeRaster, type Raster } from './image.ts';
+import { resampleRegion, resizeRaster, type Box, type Raster } from './image.ts';
 import { onnxSession, ort } from './onnx.ts';
 
 const MODELS_DIR = path.resolve(import.meta.dirname, '../../../../models/ocr');
@@ -37,18 +37,11 @@ const REC_MAX_WIDTH = 960;
 const REC_BATCH_SPREAD = 1.25;
 const REC_BATCH = 8;
 
-export interface TextBox {
-  x: number;
-  y: number;
-  width: number;
-  height: number;
-}
-
 export interface TextLine {
   text: string;
   /** Mean probability of the characters read. */
   confidence: number;
-  box: TextBox;
+  box: Box;
 }
 
 /** ImageNet normalisation in the channel order PaddleOCR feeds (BGR, as OpenCV loads images). */
@@ -59,7 +52,7 @@ const DET_STD = [0.229, 0.224, 0.225];
  * Line boxes of the text in an RGB raster, in its pixels. The image is scaled so its long side is
  * `side` (a multiple of 32, as the detector needs).
  */
-export async function detectText(image: Raster, side = 960): Promise<TextBox[]> {
+export async function detectText(image: Raster, side = 960): Promise<Box[]> {
   const scale = Math.min(1, side / Math.max(image.width, image.height));
   const width = Math.max(32, Math.round((image.width * scale) / 32) * 32);
   const height = Math.max(32, Math.round((image.height * scale) / 32) * 32);
@@ -79,10 +72,10 @@ export async function detectText(image: Raster, side = 960): Promise<TextBox[]> 
 }
 
 /** Connected regions of the thresholded map, scored, filtered and grown back to the glyph extent ("unclip"). */
-function regions(probability: Float32Array, width: number, height: number): TextBox[] {
+function regions(probability: Float32Array, width: number, height: number): Box[] {
   const label = new Int32Array(width * height);
   const stack = new Int32Array(width * height);
-  const boxes: TextBox[] = [];
+  const boxes: Box[] = [];
   let next = 0;
   for (let start = 0; start < label.length; start++) {
     if (label[start] || probability[start]! <= TEXT_THRESHOLD) continue;
@@ -120,13 +113,32 @@ function regions(probability: Float32Array, width: number, height: number): Text
   return boxes;
 }
 
-/** A box clipped to the raster, at least a pixel each way. */
-function clampBox(image: Raster, box: TextBox): TextBox {
+/**
+ * A text line cut out at `height` pixels, as wide as `widthOf` says for its natural width at that
+ * height; the box is clipped to the raster first.
+ */
+function lineStrip(image: Raster, box: Box, height: number, widthOf: (natural: number) => number): Raster {
   const x0 = Math.max(0, Math.min(image.width - 1, box.x));
   const y0 = Math.max(0, Math.min(image.height - 1, box.y));
   const x1 = Math.max(x0 + 1, Math.min(image.width, box.x + box.width));
   const y1 = Math.max(y0 + 1, Math.min(image.height, box.y + box.height));
-  return { x: x0, y: y0, width: x1 - x0, height: y1 - y0 };
+  const region = { x: x0, y: y0, width: x1 - x0, height: y1 - y0 };
+  return resampleRegion(image, region, widthOf((height * region.width) / region.height), height);
+}
+
+/**
+ * Writes a strip as the `n`-th image of an NCHW batch whose rows are `rowWidth` wide: BGR (as
+ * PaddleOCR's models were trained), scaled to [-1, 1]; what lies right of the strip stays 0, mid
+ * grey, PaddleOCR's padding.
+ */
+function writeStrip(input: Float32Array, n: number, strip: Raster, rowWidth: number): void {
+  const plane = strip.height * rowWidth;
+  for (let y = 0; y < strip.height; y++) {
+    for (let x = 0; x < strip.width; x++) {
+      const source = (y * strip.width + x) * 3;
+      for (let c = 0; c < 3; c++) input[(n * 3 + c) * plane + y * rowWidth + x] = strip.data[source + (2 - c)]! / 127.5 - 1;
+    }
+  }
 }
 
 /** Lines seen: the direction classifier looks at this many of the widest. */
@@ -138,22 +150,11 @@ const CLS_WIDTH = 192;
  * How likely the text in these boxes is upside down: PP-OCR's direction classifier (0 or 180
  * degrees) on the widest lines, averaged. 0 when there are no boxes.
  */
-export async function upsideDownProbability(image: Raster, boxes: readonly TextBox[]): Promise<number> {
+export async function upsideDownProbability(image: Raster, boxes: readonly Box[]): Promise<number> {
   const widest = [...boxes].sort((a, b) => b.width - a.width).slice(0, CLS_LINES);
   if (widest.length === 0) return 0;
-  const plane = CLS_HEIGHT * CLS_WIDTH;
-  const input = new Float32Array(widest.length * 3 * plane);
-  widest.forEach((box, n) => {
-    const region = clampBox(image, box);
-    const width = Math.min(CLS_WIDTH, Math.max(1, Math.ceil((CLS_HEIGHT * region.width) / region.height)));
-    const strip = resampleRegion(image, region, width, CLS_HEIGHT);
-    for (let y = 0; y < CLS_HEIGHT; y++) {
-      for (let x = 0; x < width; x++) {
-        const source = (y * width + x) * 3;
-        for (let c = 0; c < 3; c++) input[(n * 3 + c) * plane + y * CLS_WIDTH + x] = strip.data[source + (2 - c)]! / 127.5 - 1;
-      }
-    }
-  });
+  const input = new Float32Array(widest.length * 3 * CLS_HEIGHT * CLS_WIDTH);
+  widest.forEach((box, n) => writeStrip(input, n, lineStrip(image, box, CLS_HEIGHT, (natural) => Math.min(CLS_WIDTH, Math.max(1, Math.ceil(natural)))), CLS_WIDTH));
   const session = await onnxSession(CLASSIFIER_PATH);
   const output = await session.run({ x: new ort.Tensor('float32', input, [widest.length, 3, CLS_HEIGHT, CLS_WIDTH]) });
   const probabilities = Object.values(output)[0]!.data as Float32Array;
@@ -163,14 +164,10 @@ export async function upsideDownProbability(image: Raster, boxes: readonly TextB
 }
 
 /** Reads each box of an RGB raster; lines come back in the order of `boxes`. */
-export async function recognizeText(image: Raster, boxes: readonly TextBox[]): Promise<TextLine[]> {
+export async function recognizeText(image: Raster, boxes: readonly Box[]): Promise<TextLine[]> {
   const keys = alphabet();
   const session = await onnxSession(RECOGNIZER_PATH);
-  const strips = boxes.map((box) => {
-    const region = clampBox(image, box);
-    const width = Math.min(REC_MAX_WIDTH, Math.max(REC_HEIGHT / 2, Math.round((REC_HEIGHT * region.width) / region.height)));
-    return resampleRegion(image, region, width, REC_HEIGHT);
-  });
+  const strips = boxes.map((box) => lineStrip(image, box, REC_HEIGHT, (natural) => Math.min(REC_MAX_WIDTH, Math.max(REC_HEIGHT / 2, Math.round(natural)))));
   // Batches of similar widths waste little on padding.
   const order = strips.map((_, index) => index).sort((a, b) => strips[a]!.width - strips[b]!.width);
   const lines: TextLine[] = new Array(boxes.length);
@@ -180,18 +177,8 @@ export async function recognizeText(image: Raster, boxes: readonly TextBox[]): P
     const batch = order.slice(start, end);
     start = end;
     const width = Math.max(...batch.map((index) => strips[index]!.width));
-    const plane = REC_HEIGHT * width;
-    // Zero after normalisation is mid grey, PaddleOCR's padding.
-    const input = new Float32Array(batch.length * 3 * plane);
-    batch.forEach((index, n) => {
-      const strip = strips[index]!;
-      for (let y = 0; y < REC_HEIGHT; y++) {
-        for (let x = 0; x < strip.width; x++) {
-          const source = (y * strip.width + x) * 3;
-          for (let c = 0; c < 3; c++) input[(n * 3 + c) * plane + y * width + x] = strip.data[source + (2 - c)]! / 127.5 - 1;
-        }
-      }
-    });
+    const input = new Float32Array(batch.length * 3 * REC_HEIGHT * width);
+    batch.forEach((index, n) => writeStrip(input, n, strips[index]!, width));
     const output = await session.run({ x: new ort.Tensor('float32', input, [batch.length, 3, REC_HEIGHT, width]) });
     const tensor = Object.values(output)[0]!;
     const [, steps, classes] = tensor.dims as [number, number, number];
