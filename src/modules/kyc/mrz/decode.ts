@@ -75,31 +75,19 @@ interface CheckGroup {
   digit: readonly [line: number, column: number];
 }
 
+/** Document number, birth date and expiry date: the same places on the second line of TD2, TD3 and visas. */
+const LINE_2_CHECKS: CheckGroup[] = [
+  { spans: [[1, 0, 9]], digit: [1, 9] },
+  { spans: [[1, 13, 19]], digit: [1, 19] },
+  { spans: [[1, 21, 27]], digit: [1, 27] },
+];
+
 /** Check digits per format, composite last (it covers the others). */
 const CHECKS: Record<MrzFormat, CheckGroup[]> = {
-  TD3: [
-    { spans: [[1, 0, 9]], digit: [1, 9] },
-    { spans: [[1, 13, 19]], digit: [1, 19] },
-    { spans: [[1, 21, 27]], digit: [1, 27] },
-    { spans: [[1, 28, 42]], digit: [1, 42] },
-    { spans: [[1, 0, 10], [1, 13, 20], [1, 21, 43]], digit: [1, 43] },
-  ],
-  MRVA: [
-    { spans: [[1, 0, 9]], digit: [1, 9] },
-    { spans: [[1, 13, 19]], digit: [1, 19] },
-    { spans: [[1, 21, 27]], digit: [1, 27] },
-  ],
-  TD2: [
-    { spans: [[1, 0, 9]], digit: [1, 9] },
-    { spans: [[1, 13, 19]], digit: [1, 19] },
-    { spans: [[1, 21, 27]], digit: [1, 27] },
-    { spans: [[1, 0, 10], [1, 13, 20], [1, 21, 35]], digit: [1, 35] },
-  ],
-  MRVB: [
-    { spans: [[1, 0, 9]], digit: [1, 9] },
-    { spans: [[1, 13, 19]], digit: [1, 19] },
-    { spans: [[1, 21, 27]], digit: [1, 27] },
-  ],
+  TD3: [...LINE_2_CHECKS, { spans: [[1, 28, 42]], digit: [1, 42] }, { spans: [[1, 0, 10], [1, 13, 20], [1, 21, 43]], digit: [1, 43] }],
+  MRVA: LINE_2_CHECKS,
+  TD2: [...LINE_2_CHECKS, { spans: [[1, 0, 10], [1, 13, 20], [1, 21, 35]], digit: [1, 35] }],
+  MRVB: LINE_2_CHECKS,
   TD1: [
     { spans: [[0, 5, 14]], digit: [0, 14] },
     { spans: [[1, 0, 6]], digit: [1, 6] },

@@ -109,23 +109,11 @@ function measure(strip: GrayImage): Measurement | null {
   // Capitals and digits, not the shorter '<' (0.86 of a capital in OCR-B), set the cap height.
   const tallest = heights[Math.floor(heights.length * 0.9)]!;
   const tall = best.filter((blob) => blob.maxY - blob.minY + 1 >= 0.9 * tallest);
-  let n = 0;
-  let sx = 0;
-  let sy = 0;
-  let sxx = 0;
-  let sxy = 0;
-  for (const blob of tall) {
-    const x = (blob.minX + blob.maxX) / 2;
-    const y = (blob.minY + blob.maxY) / 2;
-    n++;
-    sx += x;
-    sy += y;
-    sxx += x * x;
-    sxy += x * y;
-  }
-  const denominator = n * sxx - sx * sx;
-  const slope = n >= 3 && denominator > 0 ? (n * sxy - sx * sy) / denominator : 0;
-  const intercept = (sy - slope * sx) / n;
+  const fit = fitLine(tall.map((blob) => [(blob.minX + blob.maxX) / 2, (blob.minY + blob.maxY) / 2]));
+  // Fewer than three glyphs give no trustworthy tilt: a level line through their mean height.
+  const tilted = fit.n >= 3 && fit.slope !== null;
+  const slope = tilted ? fit.slope! : 0;
+  const intercept = tilted ? fit.intercept! : fit.meanY;
   const capHeights = tall.map((blob) => blob.maxY - blob.minY + 1).sort((a, b) => a - b);
   return {
     blobs: best,
@@ -165,26 +153,34 @@ function singleGlyphs(blobs: Blob[], pitch: number): number[] {
   return blobs.filter((blob) => blob.maxX - blob.minX + 1 <= 1.15 * pitch).map((blob) => (blob.minX + blob.maxX) / 2);
 }
 
+/** Least-squares line y = intercept + slope x; slope and intercept null when the xs do not vary. */
+function fitLine(points: readonly (readonly [number, number])[]): { n: number; slope: number | null; intercept: number | null; meanY: number } {
+  let sx = 0;
+  let sy = 0;
+  let sxx = 0;
+  let sxy = 0;
+  for (const [x, y] of points) {
+    sx += x;
+    sy += y;
+    sxx += x * x;
+    sxy += x * y;
+  }
+  const n = points.length;
+  const denominator = n * sxx - sx * sx;
+  const slope = denominator > 0 ? (n * sxy - sx * sy) / denominator : null;
+  return { n, slope, intercept: slope === null ? null : (sy - slope * sx) / n, meanY: sy / n };
+}
+
 /** Least-squares start and pitch over the glyphs within 0.35 pitch of their grid position. */
 function fitOnce(blobs: Blob[], count: number, start: number, pitch: number): { start: number; pitch: number } | null {
-  let n = 0;
-  let sk = 0;
-  let sx = 0;
-  let skk = 0;
-  let skx = 0;
+  const placed: [number, number][] = [];
   for (const x of singleGlyphs(blobs, pitch)) {
     const k = Math.round((x - start) / pitch);
-    if (k < 0 || k >= count || Math.abs(x - (start + k * pitch)) > 0.35 * pitch) continue;
-    n++;
-    sk += k;
-    sx += x;
-    skk += k * k;
-    skx += k * x;
+    if (k >= 0 && k < count && Math.abs(x - (start + k * pitch)) <= 0.35 * pitch) placed.push([k, x]);
   }
-  const denominator = n * skk - sk * sk;
-  if (n < 4 || denominator <= 0) return null;
-  const fitted = (n * skx - sk * sx) / denominator;
-  return { start: (sx - fitted * sk) / n, pitch: fitted };
+  const fit = fitLine(placed);
+  if (fit.n < 4 || fit.slope === null) return null;
+  return { start: fit.intercept!, pitch: fit.slope };
 }
 
 /** Mean distance of the single glyphs from their nearest grid position, in pitches; 1 when too few are seen. */

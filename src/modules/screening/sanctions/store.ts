@@ -1,21 +1,11 @@
 import type { Knex } from 'knex';
-import type { SanctionEntry, SanctionSchema, SanctionSource } from './importers.ts';
+import type { SanctionEntry, SanctionSource } from './importers.ts';
 
 /** Rows per INSERT: 10 parameters each stays far below PostgreSQL's 65,535 bind parameters. */
 const INSERT_CHUNK = 2000;
 
-interface SanctionEntryRow {
-  source: SanctionSource;
-  source_id: string;
-  schema: SanctionSchema;
-  name: string;
-  aliases: string[];
-  birth_dates: string[];
-  nationalities: string[];
-  topics: string[];
-  programs: string[];
-  remarks: string | null;
-}
+/** An entry as stored: a missing remark is NULL. */
+type SanctionEntryRow = Omit<SanctionEntry, 'remarks'> & { remarks: string | null };
 
 /**
  * Replaces every stored entry of `source` with `entries`: a re-import is the list as it is now,
@@ -29,18 +19,8 @@ export async function replaceSource(trx: Knex.Transaction, source: SanctionSourc
   const byId = new Map<string, SanctionEntryRow>();
   for (const entry of entries) {
     if (entry.source !== source) throw new Error(`Entry ${entry.source}:${entry.source_id} does not belong to source ${source}.`);
-    byId.set(entry.source_id, {
-      source,
-      source_id: entry.source_id,
-      schema: entry.schema,
-      name: entry.name,
-      aliases: entry.aliases,
-      birth_dates: entry.birth_dates,
-      nationalities: entry.nationalities,
-      topics: entry.topics,
-      programs: entry.programs,
-      remarks: entry.remarks ?? null,
-    });
+    const { source_id, schema, name, aliases, birth_dates, nationalities, topics, programs } = entry;
+    byId.set(source_id, { source, source_id, schema, name, aliases, birth_dates, nationalities, topics, programs, remarks: entry.remarks ?? null });
   }
   await trx.raw('select pg_advisory_xact_lock(hashtext(?))', [`sanction_entries:${source}`]);
   await trx('sanction_entries').where({ source }).delete();
