@@ -159,6 +159,8 @@ export function warp(source: Raster, h: ArrayLike<number>, width: number, height
   const maxY = source.height - 1;
   const stride = source.width * channels;
   const weight = 1 / (taps.x * taps.y);
+  // Affine maps (all but document straightening) skip the perspective term.
+  const affine = h[6] === 0 && h[7] === 0 && h[8] === 1;
   const sum = new Float64Array(channels);
   let o = 0;
   for (let y = 0; y < height; y++) {
@@ -168,7 +170,7 @@ export function warp(source: Raster, h: ArrayLike<number>, width: number, height
         const py = y + (ty + 0.5) / taps.y;
         for (let tx = 0; tx < taps.x; tx++) {
           const px = x + (tx + 0.5) / taps.x;
-          const w = h[6]! * px + h[7]! * py + h[8]!;
+          const w = affine ? 1 : h[6]! * px + h[7]! * py + h[8]!;
           let sx = (h[0]! * px + h[1]! * py + h[2]!) / w - 0.5;
           let sy = (h[3]! * px + h[4]! * py + h[5]!) / w - 0.5;
           sx = sx < 0 ? 0 : sx > maxX ? maxX : sx;
