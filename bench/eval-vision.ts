@@ -18,14 +18,15 @@ import path from 'node:path';
 import { loadConfig } from '../src/config.ts';
 import { createPools, runVision } from '../src/pools.ts';
 import { sameName } from '../src/modules/kyc/compare.ts';
-import { readMrz } from '../src/modules/kyc/mrz/read.ts';
-import { cosineSimilarity, type FaceReadResult } from '../src/modules/kyc/vision/faces.ts';
-import { nationalityCode } from '../src/modules/kyc/vision/fields.ts';
+import { readMrz } from '../src/vision/mrz/read.ts';
+import { machineLine } from './results.ts';
+import { faceScore, type FaceReadResult } from '../src/vision/faces.ts';
+import { nationalityCode } from '../src/vision/fields.ts';
 import type { DocumentFrontOutput, VisionOutcome, VisionTask } from '../workers/vision.ts';
 
 const DATA = path.resolve(import.meta.dirname, '../../shared/data');
 const RUNS = 5;
-const BUDGET_MS = 800;
+const BUDGET_MS = 400;
 const FIELDS = ['last_name', 'first_name', 'document_number', 'birth_date', 'expiry_date', 'sex', 'nationality'] as const;
 
 /** From ../shared/data/README.md. */
@@ -36,6 +37,20 @@ const README_VALUES: Record<string, Record<string, string>> = {
   'passporteye-passport-td2.jpg': { ...SPECIMEN, document_number: 'D23145890' },
 };
 
+/**
+ * Where a specimen prints something other than its MRZ says (checked by eye), the print is what a
+ * person reads, so it is the reference: fastmrz-td1.jpg prints the surname ERIKKSON; both visas
+ * print the birth date 07 SEP 86 (their MRZ: 1940-09-07), a validity "until 10 DEC 16" (MRZ expiry
+ * 1996-12-10), and two document numbers, the visa's (Document No. M123889546) and the passport's
+ * (L8988901C, the MRZ's), either of which is a right reading.
+ */
+const VISA_PRINT = { birth_date: '1986-09-07', expiry_date: '2016-12-10', document_number: 'M123889546|L8988901C' };
+const PRINTED: Record<string, Record<string, string>> = {
+  'fastmrz-td1.jpg': { last_name: 'ERIKKSON' },
+  'fastmrz-mrva.jpg': VISA_PRINT,
+  'fastmrz-mrvb.jpg': VISA_PRINT,
+};
+
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
 
 function agrees(field: string, read: string | undefined, want: string): boolean {
@@ -43,7 +58,7 @@ function agrees(field: string, read: string | undefined, want: string): boolean 
   if (field.endsWith('_name')) return sameName(read, want) && sameName(want, read);
   // A printed nationality may be a code (UTO) or a word (UTOPIAN): the code must begin the word.
   if (field === 'nationality') return read === want || read.startsWith(want) || nationalityCode(read) === want;
-  return read === want;
+  return want.split('|').includes(read);
 }
 
 type Pool = ReturnType<typeof createPools>['vision'];
@@ -71,8 +86,8 @@ async function evalDocuments(pool: Pool, setting: string): Promise<string[]> {
     if (!reference) {
       const mrz = await readMrz(fs.readFileSync(full));
       if (mrz.found && mrz.valid) {
-        reference = Object.fromEntries(FIELDS.map((field) => [field, mrz.fields[field]]).filter(([, value]) => value)) as Record<string, string>;
-        source = 'MRZ';
+        reference = { ...(Object.fromEntries(FIELDS.map((field) => [field, mrz.fields[field]]).filter(([, value]) => value)) as Record<string, string>), ...PRINTED[file] };
+        source = PRINTED[file] ? 'MRZ, print where it differs' : 'MRZ';
       } else {
         reference = {};
         source = 'none (no MRZ)';
@@ -115,16 +130,16 @@ async function evalDocuments(pool: Pool, setting: string): Promise<string[]> {
     '|---|---|---|---|---|---|---|',
     ...rows,
     '',
-    'Where the specimen itself prints something else than its MRZ says (checked by eye), the reading of the print counts as wrong here: fastmrz-td1.jpg prints the surname ERIKKSON, and both visas print the birth date 07 SEP 86 where their MRZ says 1940-09-07.',
+    'Where the specimen itself prints something else than its MRZ says (checked by eye), the print is the reference, since it is what a person reads: fastmrz-td1.jpg prints the surname ERIKKSON; both visas print the birth date 07 SEP 86 (MRZ 1940-09-07), "valid until 10 DEC 16" (MRZ expiry 1996-12-10) and two document numbers, the visa\'s M123889546 and the passport\'s L8988901C (either counts). Until issue 15 these print readings were counted wrong (52 of 60).',
     '',
     `Fields right: ${correctCount}/${expectedCount} (${((100 * correctCount) / Math.max(1, expectedCount)).toFixed(0)}%). Portrait found on ${facesFound}/${files.length} images (fastmrz-nomrz.jpg shows no portrait).`,
     `Median time per step over the images (ms): ${Object.entries(perStep).map(([step, values]) => `${step.replace(/_ms$/, '')} ${median(values).toFixed(0)}`).join(', ')}.`,
-    `Budget (issue 5): doc_front 800 ms or less on 2 cores: slowest median ${slowest.toFixed(0)} ms ${slowest <= BUDGET_MS ? '(met)' : '(not met)'}.`,
+    `Budget (issue 15): doc_front ${BUDGET_MS} ms or less on 2 cores: slowest median ${slowest.toFixed(0)} ms ${slowest <= BUDGET_MS ? '(met)' : '(not met)'}.`,
     '',
   ];
 }
 
-async function evalFaces(pool: Pool, threshold: number, model: string): Promise<string[]> {
+async function evalFaces(pool: Pool, threshold: number, model: string, metric: 'cosine' | 'euclidean'): Promise<string[]> {
   const dir = path.join(DATA, 'faces');
   const files = fs.readdirSync(dir).filter((file) => /\.(jpe?g|png)$/i.test(file)).sort();
   const reads: Record<string, FaceReadResult | string> = {};
@@ -151,7 +166,7 @@ async function evalFaces(pool: Pool, threshold: number, model: string): Promise<
         if (!isSame) right++;
         continue;
       }
-      const similarity = cosineSimilarity(ra.embedding, rb.embedding);
+      const similarity = faceScore(ra.embedding, rb.embedding, metric);
       (isSame ? same : different).push(similarity);
       const match = similarity >= threshold;
       judged++;
@@ -163,7 +178,7 @@ async function evalFaces(pool: Pool, threshold: number, model: string): Promise<
   return [
     '## Face verification on real photographs',
     '',
-    `Every pair of the ${files.length} images in ../shared/data/faces (obama*.jpg one person, biden.jpg another), through the vision pool's \`faces\` task (BlazeFace detection, 4-point alignment, ${model} embedding, cosine similarity), threshold ${threshold}.`,
+    `Every pair of the ${files.length} images in ../shared/data/faces (obama*.jpg one person, biden.jpg another), through the vision pool's \`faces\` task (BlazeFace detection, 4-point alignment, ${model} embedding, ${metric === 'cosine' ? 'cosine similarity' : '1 - Euclidean distance'}), threshold ${threshold}.`,
     `Faces found per image: ${faceCounts}.`,
     '',
     '| image A | image B | truth | similarity | verdict | |',
@@ -186,7 +201,12 @@ export async function evalVision(): Promise<string> {
     await run(pools.vision, 'docfront', path.join(DATA, 'mrz', 'passporteye-passport-td3.jpg'));
     await run(pools.vision, 'faces', path.join(DATA, 'faces', 'obama.jpg'));
     const setting = `${config.visionWorkers} worker(s) x ${config.onnxThreads} ONNX thread(s) on ${os.availableParallelism()} cores`;
-    const lines = [...(await evalDocuments(pools.vision, setting)), ...(await evalFaces(pools.vision, config.face.threshold, config.face.model.name))];
+    const lines = [
+      ...(await evalDocuments(pools.vision, setting)),
+      ...(await evalFaces(pools.vision, config.face.threshold, config.face.model.name, config.face.model.metric)),
+      `\`npm run eval -- vision\` (bench/eval-vision.ts); ${machineLine()}; load average at the end ${os.loadavg().map((value) => value.toFixed(2)).join(' ')} (2 cores, shared with other work).`,
+      '',
+    ];
     return lines.join('\n');
   } finally {
     await pools.close();

@@ -7,14 +7,17 @@ import { random } from './random.ts';
 
 
 /**
- * 30 active financial rules: the 16 of the shipped example file plus 14 more over amounts and
- * every aggregate family, so the benchmark pays for a realistic rule set.
+ * `count` active financial rules (30 by default) and the example file's customer and
+ * non-financial rules: the example file's financial rules (16), or the first `count` of them,
+ * plus generated ones over amounts and every aggregate family, so the benchmark pays for a
+ * realistic rule set.
  */
-export async function benchmarkRules(): Promise<RuleInput[]> {
+export async function benchmarkRules(count = 30): Promise<RuleInput[]> {
   const file = JSON.parse(await fs.readFile(path.resolve(import.meta.dirname, '../rules/examples/aml-fraud.json'), 'utf8'));
-  const examples = parseRuleFile(file);
+  const financial = file.rules.filter((rule: { target: string }) => rule.target === 'financial');
+  const others = file.rules.filter((rule: { target: string }) => rule.target !== 'financial');
   const windows = ['1h', '24h', '7d', '30d'];
-  const extra = Array.from({ length: 30 - examples.filter((rule) => rule.target === 'financial').length }, (_, index) => {
+  const extra = Array.from({ length: Math.max(0, count - financial.length) }, (_, index) => {
     const window = windows[index % 4]!;
     const expression =
       index % 3 === 0
@@ -24,7 +27,7 @@ export async function benchmarkRules(): Promise<RuleInput[]> {
           : { '>=': [{ var: 'aggregates.distinct_ips_30d' }, 3 + index] };
     return { code: `BENCH_${String(index).padStart(2, '0')}`, name: `Benchmark rule ${index}`, target: 'financial', expression, score: 5 };
   });
-  return parseRuleFile({ rules: [...file.rules, ...extra] });
+  return parseRuleFile({ rules: [...others, ...financial.slice(0, count), ...extra] });
 }
 
 /** Customers c-0..c-(n-1), inserted directly. */

@@ -2,16 +2,29 @@
  * `npm run bench [name...]`: runs the named benchmarks (all by default), prints them and writes
  * each to its section of bench/RESULTS.md.
  */
+import { benchBackoffice } from './backoffice.ts';
+import { benchDashboard } from './dashboard.ts';
+import { benchLiveSocket } from './live-socket.ts';
 import { benchIngest } from './ingest.ts';
+import { benchMobileIdentity } from './mobile-identity.ts';
+import { benchAlerts } from './alerts.ts';
+import { benchReplay } from './replay.ts';
 import { benchTokenCheck } from './token-check.ts';
-import { benchUpsertLoad } from './upsert-load.ts';
+import { benchSoak, benchUpsertLoad } from './upsert-load.ts';
 import { benchVision } from './vision.ts';
 
 const BENCHMARKS: Record<string, () => Promise<void>> = {
   'token-check': benchTokenCheck,
   ingest: benchIngest,
   'upsert-load': benchUpsertLoad,
+  soak: benchSoak,
   vision: benchVision,
+  backoffice: benchBackoffice,
+  'mobile-identity': benchMobileIdentity,
+  'live-socket': benchLiveSocket,
+  dashboard: benchDashboard,
+  replay: benchReplay,
+  alerts: benchAlerts,
 };
 
 const selected = process.argv.slice(2);

@@ -1,4 +1,9 @@
-/** Child process of bench/upsert-load.ts: the Warden app with customers, events and the 30 benchmark rules. */
+/**
+ * Child process of bench/upsert-load.ts: the Warden app with customers, events and the 30
+ * benchmark rules. It times each request itself (from the request event to the response's
+ * finish) so the parent can tell the service time from the queueing it sees, and reports its
+ * memory on request.
+ */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { loadConfig } from '../src/config.ts';
@@ -24,7 +29,21 @@ await loadRules(knex, await benchmarkRules(), system);
 await seedCustomers(knex, 2000);
 const { credential } = await createCredential(knex, { client: 'Bench', allowedIps: ['*'] }, system);
 const { token } = await context.tokens.issue('merchant', credential.id, 3600);
-const server = http.createServer(createApp(context).callback());
+const callback = createApp(context).callback();
+let serviceTimes: number[] = [];
+const server = http.createServer((request, response) => {
+  const started = performance.now();
+  response.once('finish', () => serviceTimes.push(performance.now() - started));
+  void callback(request, response);
+});
 await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
-process.send!({ port: (server.address() as AddressInfo).port, token });
+process.on('message', (message: { type: string }) => {
+  if (message.type === 'service-times') {
+    process.send!({ type: 'service-times', times: serviceTimes });
+    serviceTimes = [];
+  } else if (message.type === 'memory') {
+    process.send!({ type: 'memory', memory: process.memoryUsage() });
+  }
+});
+process.send!({ type: 'ready', port: (server.address() as AddressInfo).port, token });
 process.once('SIGINT', () => process.exit(0));

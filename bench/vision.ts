@@ -18,7 +18,7 @@ const DOCUMENT = fs.readFileSync(path.join(FIXTURES, 'docfront/card-photo.jpg'))
 const FACE = fs.readFileSync(path.join(FIXTURES, 'faces/astronaut.jpg'));
 const SEQUENTIAL = 20;
 const QUEUED = 20;
-const BUDGET_MS = 800;
+const BUDGET_MS = 400;
 
 const quantile = (values: number[], q: number) => [...values].sort((a, b) => a - b)[Math.min(values.length - 1, Math.floor(q * values.length))]!;
 
@@ -89,7 +89,9 @@ export async function benchVision(): Promise<void> {
     '|---|---|---|---|---|---|',
     ...rows.map((row) => `| ${row.setting} | ${row.documentP50.toFixed(0)} / ${row.documentP95.toFixed(0)} | ${row.documentsPerSecond.toFixed(2)} | ${row.faceP50.toFixed(0)} | ${row.facesPerSecond.toFixed(1)} | ${row.rssMb.toFixed(0)} |`),
     '',
-    `Budget (issue 5): doc_front 800 ms or less on 2 cores with the default setting (${defaultRow.setting}): p95 ${defaultRow.documentP95.toFixed(0)} ms ${defaultRow.documentP95 <= BUDGET_MS ? '(met)' : '(not met)'}.`,
+    `Budget (issue 15): doc_front ${BUDGET_MS} ms or less on 2 cores with the default setting (${defaultRow.setting}): p95 ${defaultRow.documentP95.toFixed(0)} ms ${defaultRow.documentP95 <= BUDGET_MS ? '(met)' : '(not met)'}.`,
+    '',
+    `Load average at the end: ${os.loadavg().map((value) => value.toFixed(2)).join(' ')} (2 cores; the benchmark lock keeps other benchmarks out, not tests or builds).`,
     '',
   ].join('\n');
   console.log(markdown);

@@ -3,6 +3,17 @@ import * as foundation from './20261122_0001_foundation.ts';
 import * as ingestion from './20261122_0002_ingestion.ts';
 import * as sanctions from './20261122_0003_sanctions.ts';
 import * as kyc from './20261122_0004_kyc.ts';
+import * as staff from './20261123_0005_staff.ts';
+import * as backoffice from './20261123_0010_backoffice.ts';
+import * as hotpath from './20261123_0007_hotpath.ts';
+import * as staffExtra from './20261123_0006_staff_extra.ts';
+import * as backofficeIndexes from './20261123_0012_backoffice_indexes.ts';
+import * as casework from './20261123_0011_casework.ts';
+import * as credentialTokenEpoch from './20261123_0016_credential_token_epoch.ts';
+import * as csca from './20261123_0008_csca.ts';
+import * as live from './20261123_0013_live.ts';
+import * as ai from './20261123_0014_ai.ts';
+import * as aiDelegationState from './20261124_0017_ai_delegation_state.ts';
 
 type Migration = { up(knex: Knex): Promise<void>; down(knex: Knex): Promise<void> };
 
@@ -12,6 +23,17 @@ const migrations: [string, Migration][] = [
   ['20261122_0002_ingestion', ingestion],
   ['20261122_0003_sanctions', sanctions],
   ['20261122_0004_kyc', kyc],
+  ['20261123_0005_staff', staff],
+  ['20261123_0010_backoffice', backoffice],
+  ['20261123_0007_hotpath', hotpath],
+  ['20261123_0006_staff_extra', staffExtra],
+  ['20261123_0012_backoffice_indexes', backofficeIndexes],
+  ['20261123_0011_casework', casework],
+  ['20261123_0016_credential_token_epoch', credentialTokenEpoch],
+  ['20261123_0013_live', live],
+  ['20261123_0008_csca', csca],
+  ['20261123_0014_ai', ai],
+  ['20261124_0017_ai_delegation_state', aiDelegationState],
 ];
 
 export const migrationSource: Knex.MigrationSource<[string, Migration]> = {

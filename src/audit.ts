@@ -1,5 +1,5 @@
 import type { Executor } from './db/knex.ts';
-import type { Actor } from './context.ts';
+import type { Actor } from './actor.ts';
 
 /** Appends one audit record in the caller's transaction. */
 export async function recordAudit(

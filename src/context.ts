@@ -10,7 +10,10 @@ import type { Pools } from './pools.ts';
 import type { JobQueue } from './jobs/queue.ts';
 import type { FileStore } from './modules/kyc/storage.ts';
 import type { DocumentsChannel } from './realtime/documents.ts';
-import type { TokenService } from './modules/merchant/tokens.ts';
+import type { StaffLive } from './realtime/staff.ts';
+import type { PushService } from './modules/push/service.ts';
+import type { TokenService } from './auth/tokens.ts';
+import type { WriteChain } from './modules/backoffice/write.ts';
 
 /**
  * Everything a module needs, built once by main.ts (or by a test) and passed down. No module
@@ -30,13 +33,14 @@ export interface AppContext {
   jobs: JobQueue;
   files: FileStore;
   documents: DocumentsChannel;
+  /** The staff live socket and its cross-process fan-out. */
+  live: StaffLive;
+  /** The push providers configured (FCM, APNs); a test may swap in clients that trust its local servers. */
+  push: PushService;
+  /** The back-office registry bound to the database, and its one write chain. */
+  backoffice: WriteChain;
+  /** The current time for token and ticket lifetimes; unset means the system clock (tests set it, never sleep). */
+  now?: () => Date;
   /** Stops what the context started (listeners, pools); the database is closed by its owner. */
   close(): Promise<void>;
 }
-
-/** Who made a write, recorded with it. */
-export type Actor =
-  | { type: 'merchant'; id: string }
-  | { type: 'staff'; id: string }
-  | { type: 'operator'; id: string }
-  | { type: 'system'; id: string };

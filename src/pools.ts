@@ -15,7 +15,7 @@ function workerExecArgv(): string[] {
 }
 
 export interface Pools {
-  /** Rules, sanctions screening: CPU work over plain data, one task per chunk of records. */
+  /** Sanctions screening: CPU work over plain data, one task per chunk of records (rules run on the request thread). */
   light: Piscina<LightTask, unknown>;
   /** Image work (MRZ, document fronts, faces): ONNX with `onnxThreads` threads and sharp with one, per worker. */
   vision: Piscina<VisionTask, unknown>;

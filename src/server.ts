@@ -9,6 +9,7 @@ import { createLogger, type Logger } from './logger.ts';
 import { NotificationHub } from './db/notifications.ts';
 import { JobQueue, QUEUES } from './jobs/queue.ts';
 import { verifyArtifact } from './modules/kyc/pipeline.ts';
+import { sweepTemporaryUploads } from './modules/kyc/multipart.ts';
 import { LocalFileStore } from './modules/kyc/storage.ts';
 import { notifyFlow } from './modules/kyc/webhook.ts';
 import { DocumentsChannel } from './realtime/documents.ts';
@@ -16,8 +17,18 @@ import { EventCache } from './modules/events/service.ts';
 import { RuleCache } from './modules/rules/store.ts';
 import { ScreeningService } from './modules/screening/service.ts';
 import { createPools } from './pools.ts';
+import { bindAdminSite } from './modules/backoffice/registrations.ts';
+import { installCaseWork } from './modules/approvals/install.ts';
+import { StaffLive } from './realtime/staff.ts';
+import { deliverPush } from './modules/push/delivery.ts';
+import { PushService } from './modules/push/service.ts';
+import { bindNotifications } from './modules/notifications/service.ts';
+import { runReport } from './modules/reports/service.ts';
+import { runReview } from './modules/ai/review.ts';
+import { runAssistantTurn, sweepConversations } from './modules/assistant/service.ts';
+import { createIdentity } from './modules/mobile/guard.ts';
 import { CredentialCache } from './modules/merchant/credential-cache.ts';
-import { loadSigningKey, TokenService } from './modules/merchant/tokens.ts';
+import { loadSigningKey, TokenService } from './auth/tokens.ts';
 
 export interface RunningServer {
   context: AppContext;
@@ -38,6 +49,11 @@ export async function buildContext(config: Config, db: Database['knex'], logger:
     logger,
   );
   const documents = new DocumentsChannel(tokens, logger);
+  // Bound before anything listens: a registration that refers to a missing field stops start-up here.
+  const site = await bindAdminSite(db);
+  const live = new StaffLive(db, site, notifications, logger, config.redisUrl);
+  const push = PushService.fromConfig(config);
+  bindNotifications(db, { live, jobs });
   const context: AppContext = {
     config,
     db,
@@ -52,9 +68,15 @@ export async function buildContext(config: Config, db: Database['knex'], logger:
     jobs,
     files: new LocalFileStore(config.dataDir),
     documents,
+    live,
+    push,
+    backoffice: { site, db, approvalHook: null },
     async close() {
+      clearInterval(daily);
       await jobs.stop();
       await documents.close();
+      await live.close();
+      context.push.close();
       await notifications.stop();
       await pools.close();
     },
@@ -64,6 +86,21 @@ export async function buildContext(config: Config, db: Database['knex'], logger:
   // another job reads files or writes results.
   await jobs.work<{ artifactId: string }>(QUEUES.verifyArtifact, (job) => verifyArtifact(context, job.data.artifactId, job.finalAttempt), config.visionWorkers + 1);
   await jobs.work<{ sessionId: string }>(QUEUES.notifyFlow, (job) => notifyFlow(context, job.data.sessionId, job.attempt));
+  live.useIdentity(createIdentity(context));
+  await jobs.work<{ notificationId: string; deviceId: string }>(QUEUES.sendPush, async (job) => {
+    await deliverPush(context, job.data.notificationId, job.data.deviceId);
+  }, 2);
+  await jobs.work<{ resultId: number }>(QUEUES.runReport, (job) => runReport(context, job.data.resultId, job.finalAttempt));
+  await jobs.work<{ reviewId: string; mcpUrl: string }>(QUEUES.aiReview, (job) => runReview(context, job.data.reviewId, job.data.mcpUrl), 2);
+  await jobs.work<{ conversationId: string; mcpUrl: string; answer: Parameters<typeof runAssistantTurn>[3] }>(QUEUES.assistantTurn, (job) =>
+    runAssistantTurn(context, job.data.conversationId, job.data.mcpUrl, job.data.answer), 2);
+  // Assistant retention: conversations past WARDEN_ASSISTANT_RETENTION_DAYS go once a day (and at start).
+  const sweep = () => void sweepConversations(context).catch((error: unknown) => logger.error({ err: error }, 'assistant retention sweep failed'));
+  sweep();
+  const daily = setInterval(sweep, 86_400_000);
+  daily.unref();
+  // Maker-checker approvals, compliance decisions and case closure hook into the write chain here.
+  await installCaseWork(context);
   return context;
 }
 
@@ -71,10 +108,13 @@ export async function buildContext(config: Config, db: Database['knex'], logger:
 export async function startServer(config: Config, logger: Logger = createLogger(config.logLevel)): Promise<RunningServer> {
   const database = await openDatabase(config, (message) => logger.info(message));
   const context = await buildContext(config, database.knex, logger);
+  const swept = await sweepTemporaryUploads(context.files.temporaryDirectory());
+  if (swept) logger.info({ swept }, 'removed temporary upload files left by a stopped process');
   const koa = createApp(context);
   const server = http.createServer(koa.callback());
   server.keepAliveTimeout = 65_000;
   await context.documents.attach(server, config.redisUrl);
+  await context.live.attach(server);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(config.port, config.host, () => resolve());

@@ -8,14 +8,15 @@
 import { workerData } from 'node:worker_threads';
 import { Piscina, transferableSymbol, valueSymbol } from 'piscina';
 import sharp from 'sharp';
-import { warmUp } from '../src/modules/kyc/mrz/model.ts';
-import { readMrz, type MrzReadResult } from '../src/modules/kyc/mrz/read.ts';
-import { readDocumentFront, type DocumentFrontResult } from '../src/modules/kyc/vision/docfront.ts';
-import { DEFAULT_EMBEDDER, loadEmbedderSpec, type EmbedderSpec } from '../src/modules/kyc/vision/embedder.ts';
-import { loadFaceModels, readFaces, type FaceReadResult } from '../src/modules/kyc/vision/faces.ts';
-import { ImageError } from '../src/modules/kyc/vision/image.ts';
-import { loadOcrModels } from '../src/modules/kyc/vision/ocr.ts';
-import { setOnnxThreads } from '../src/modules/kyc/vision/onnx.ts';
+import { warmUp } from '../src/vision/mrz/model.ts';
+import { readMrz, type MrzReadResult } from '../src/vision/mrz/read.ts';
+import { readDocumentFront, type DocumentFrontResult } from '../src/vision/docfront.ts';
+import { DEFAULT_EMBEDDER, loadEmbedderSpec, type EmbedderSpec } from '../src/vision/embedder.ts';
+import { loadFaceModels, readFaces, type FaceReadResult } from '../src/vision/faces.ts';
+import { ImageError } from '../src/vision/image.ts';
+import { loadLivenessModel, readLiveness, type LivenessModel, type LivenessReadResult } from '../src/vision/liveness.ts';
+import { loadOcrModels } from '../src/vision/ocr.ts';
+import { setOnnxThreads } from '../src/vision/onnx.ts';
 
 export interface VisionWorkerData {
   onnxThreads: number;
@@ -33,7 +34,12 @@ const embedder: EmbedderSpec = loadEmbedderSpec(settings?.faceModel ?? DEFAULT_E
 // loading in worker threads on Node 20. A failure here shows again, as a fail result, on first use.
 void Promise.all([warmUp(), loadOcrModels(), loadFaceModels(embedder)]).catch(() => {});
 
-export type VisionTask = { type: 'mrz'; image: Uint8Array } | { type: 'docfront'; image: Uint8Array } | { type: 'faces'; image: Uint8Array };
+/** `liveness` takes the frame mosaic of a video (src/vision/video.ts), not the video. */
+export type VisionTask =
+  | { type: 'mrz'; image: Uint8Array }
+  | { type: 'docfront'; image: Uint8Array }
+  | { type: 'faces'; image: Uint8Array }
+  | { type: 'liveness'; image: Uint8Array };
 
 export interface DocumentFrontOutput {
   result: DocumentFrontResult;
@@ -43,7 +49,10 @@ export interface DocumentFrontOutput {
 
 export type VisionOutcome<T> = { ok: true; result: T } | { ok: false; reason: string; message: string };
 
-export default async function run(task: VisionTask): Promise<VisionOutcome<MrzReadResult | DocumentFrontOutput | FaceReadResult>> {
+/** Loaded on first use: most deployments leave liveness off. */
+let livenessModel: LivenessModel | null = null;
+
+export default async function run(task: VisionTask): Promise<VisionOutcome<MrzReadResult | DocumentFrontOutput | FaceReadResult | LivenessReadResult>> {
   const image = Buffer.from(task.image.buffer, task.image.byteOffset, task.image.byteLength);
   try {
     switch (task.type) {
@@ -60,6 +69,9 @@ export default async function run(task: VisionTask): Promise<VisionOutcome<MrzRe
       }
       case 'faces':
         return { ok: true, result: await readFaces(image, embedder) };
+      case 'liveness':
+        livenessModel ??= loadLivenessModel();
+        return { ok: true, result: await readLiveness(image, livenessModel) };
     }
   } catch (error) {
     // A bad image is the uploader's to fix: a fail result. Anything else (a model that would not

@@ -1,7 +1,7 @@
 #!/bin/sh
 # Rebuilds the MRZ glyph model (models/mrz/mrz-ocrb.onnx) and the reader's test fixtures
 # (test/fixtures/mrz/) from nothing but Debian packages and this repository. Build time only:
-#   apt-get install -y fonts-ocr-b python3-torch python3-numpy python3-onnx
+#   apt-get install -y python3-torch python3-numpy python3-onnx   (the OCR-B fonts ship in models/mrz/fonts)
 # Training data goes to $MRZ_TRAINING_DIR (default /tmp/mrz-training), outside the repository.
 set -eu
 cd "$(dirname "$0")/../.."

@@ -7,7 +7,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import type { MrzFormat } from '../../src/modules/kyc/mrz/decode.ts';
+import type { MrzFormat } from '../../src/vision/mrz/decode.ts';
 import { seededRandom } from './render-training-data.ts';
 import { photograph, randomDocument, renderPage, type PhotoOptions, type SyntheticDocument } from './synthetic-document.ts';
 

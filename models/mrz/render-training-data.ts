@@ -1,12 +1,12 @@
 /**
  * Renders synthetic OCR-B MRZ text lines, degrades them the way phone photographs and scans do, and
- * cuts glyph crops with the reader's own code (src/modules/kyc/mrz/glyphs.ts), so the model is trained
+ * cuts glyph crops with the reader's own code (src/vision/mrz/glyphs.ts), so the model is trained
  * on exactly the tensors it will see.
  *
  *   node --import tsx models/mrz/render-training-data.ts OUT_DIR [TRAIN_LINES] [VALIDATION_LINES]
  *
  * Writes OUT_DIR/{train,validation}.{x,y}.bin: x is N x 32 x 24 uint8 (ink 255), y is N class indices.
- * Needs Debian's fonts-ocr-b (build time only).
+ * Uses the OCR-B fonts shipped in models/mrz/fonts (see the README there).
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -21,11 +21,11 @@ import {
   STRIP_MID_ROW,
   STRIP_ROWS,
   writeGlyphs,
-} from '../../src/modules/kyc/mrz/glyphs.ts';
-import { rectify, type GrayImage } from '../../src/modules/kyc/mrz/image.ts';
+} from '../../src/vision/mrz/glyphs.ts';
+import { rectify, type GrayImage } from '../../src/vision/mrz/image.ts';
 import { random as seededRandom } from '../../bench/random.ts';
 
-const FONT_DIR = '/usr/share/fonts/opentype/ocr-b';
+const FONT_DIR = path.resolve(import.meta.dirname, 'fonts');
 /** The plain and the sharp-cornered cuts; the others in the package are outline, inverted or oblique. */
 const FONT_FILES = { OCRB: 'OCRB.otf', OCRBS: 'OCRBS.otf' } as const;
 const LINE_LENGTH = 18;
@@ -41,17 +41,11 @@ const gaussian = (random: Random): number => Math.sqrt(-2 * Math.log(random() + 
 
 let registered = false;
 
-/** Whether this machine can render OCR-B (tests fall back to the shipped fixtures when not). */
-export function ocrbFontInstalled(): boolean {
-  return Object.values(FONT_FILES).every((file) => fs.existsSync(path.join(FONT_DIR, file)));
-}
-
 export function registerOcrbFonts(): (keyof typeof FONT_FILES)[] {
   const families = Object.keys(FONT_FILES) as (keyof typeof FONT_FILES)[];
   if (registered) return families;
   for (const family of families) {
     const file = path.join(FONT_DIR, FONT_FILES[family]);
-    if (!fs.existsSync(file)) throw new Error(`${file} is missing: apt-get install fonts-ocr-b`);
     GlobalFonts.registerFromPath(file, family);
   }
   registered = true;

@@ -2,13 +2,14 @@
  * Synthetic identity documents for the MRZ reader's tests and fixtures: a page with a guilloche
  * background, a noisy "photo", printed labels and values, and an ICAO 9303 MRZ in OCR-B with correct
  * check digits; then "photographed": placed on a table, rotated, put in perspective, unevenly lit,
- * blurred and JPEG-compressed. Uses Debian's fonts-ocr-b (models/mrz/render-training-data.ts).
+ * blurred and JPEG-compressed; and the seeded sets of such photographs that `npm run eval` reads
+ * (bench/eval-mrz.ts). Uses the OCR-B fonts shipped in models/mrz/fonts.
  */
 import { createCanvas } from '@napi-rs/canvas';
 import sharp from 'sharp';
-import { checkDigit, type MrzFormat } from '../../src/modules/kyc/mrz/decode.ts';
-import { sample, type GrayImage } from '../../src/modules/kyc/mrz/image.ts';
-import { capHeightRatio, gaussianBlur, registerOcrbFonts, type Random } from './render-training-data.ts';
+import { checkDigit, type MrzFormat } from '../../src/vision/mrz/decode.ts';
+import { sample, type GrayImage } from '../../src/vision/mrz/image.ts';
+import { capHeightRatio, gaussianBlur, registerOcrbFonts, seededRandom, type Random } from './render-training-data.ts';
 
 export interface SyntheticDocument {
   format: MrzFormat;
@@ -250,4 +251,58 @@ export async function photograph(page: GrayImage, random: Random, options: Photo
     bytes[i] = noisy < 0 ? 0 : noisy > 255 ? 255 : Math.round(noisy);
   }
   return sharp(bytes, { raw: { width, height, channels: 1 } }).jpeg({ quality: options.quality }).toBuffer();
+}
+
+/**
+ * Conditions of an evaluation set. Per document: tilt up to 15 degrees (a fifth upside down),
+ * keystone up to 0.1, shade up to 0.5, the page wholly inside a 1000 x 750 frame. "typical": the page
+ * spans 55 to 95 % of the frame's width (MRZ capitals about 9 to 18 px tall), blur sigma 0.3 to 1.5
+ * px, noise up to 12 grey levels, JPEG quality 45 to 90. "hard": 35 to 60 % (capitals 6 to 11 px),
+ * blur 0.8 to 2.2 px, noise up to 20, quality 25 to 70.
+ */
+export const PROFILES = {
+  typical: { coverage: [0.55, 0.95], blur: [0.3, 1.5], noise: 12, quality: [45, 90] },
+  hard: { coverage: [0.35, 0.6], blur: [0.8, 2.2], noise: 20, quality: [25, 70] },
+} as const;
+export type Profile = keyof typeof PROFILES;
+
+export const FORMATS: readonly MrzFormat[] = ['TD3', 'TD2', 'TD1', 'MRVA', 'MRVB'];
+
+/** Seeds of evaluation sets start here: disjoint from the training renderer's (1, 2) and the fixtures' (1000+, 77+). */
+const EVALUATION_SEED = 900_000;
+
+/** The largest coverage that keeps the whole tilted page (keystone included) inside the frame. */
+function fullyInFrame(aspect: number, angle: number, width: number, height: number): number {
+  const cos = Math.abs(Math.cos((angle * Math.PI) / 180));
+  const sin = Math.abs(Math.sin((angle * Math.PI) / 180));
+  return 0.92 * Math.min(1 / (cos + aspect * sin), height / (width * (sin + aspect * cos)));
+}
+
+export interface EvaluationPhotograph {
+  document: SyntheticDocument;
+  image: Buffer;
+  options: PhotoOptions;
+}
+
+/** Photograph `index` of `format` in a profile's evaluation set: the same seed always gives the same bytes. */
+export async function evaluationPhotograph(profile: Profile, format: MrzFormat, index: number): Promise<EvaluationPhotograph> {
+  const conditions = PROFILES[profile];
+  const random = seededRandom(EVALUATION_SEED + FORMATS.indexOf(format) * 10_000 + index);
+  const between = ([low, high]: readonly number[]) => low! + (high! - low!) * random();
+  const document = randomDocument(random, format);
+  const page = renderPage(document, random, 8);
+  const upsideDown = random() < 0.2;
+  const angle = (random() * 2 - 1) * 15 + (upsideDown ? 180 : 0);
+  const options: PhotoOptions = {
+    width: 1000,
+    height: 750,
+    coverage: Math.min(between(conditions.coverage), fullyInFrame(page.height / page.width, angle, 1000, 750)),
+    angle,
+    perspective: 0.1 * random(),
+    shadow: 0.5 * random(),
+    blur: between(conditions.blur),
+    noise: conditions.noise * random(),
+    quality: Math.round(between(conditions.quality)),
+  };
+  return { document, image: await photograph(page, random, options), options };
 }

@@ -4,11 +4,12 @@ import {
   InvalidInputError,
   createCredential,
   listCredentials,
+  rotateSecret,
   setAllowedIps,
   setCredentialActive,
 } from '../modules/merchant/service.ts';
 import { MerchantCredential } from '../modules/merchant/models.ts';
-import { CliError, OPERATOR, parseOptions } from './main.ts';
+import { CliError, OPERATOR, parseOptions } from './options.ts';
 
 export async function credentialCommand(args: string[], { knex }: Database): Promise<unknown> {
   const [action, ...rest] = args;
@@ -41,6 +42,17 @@ export async function credentialCommand(args: string[], { knex }: Database): Pro
         if (!values['api-key']) throw new CliError(`credential ${action} needs --api-key KEY`, 2);
         return (await setCredentialActive(knex, values['api-key'], action === 'activate', OPERATOR)).toPublic();
       }
+      case 'rotate': {
+        const { values } = parseOptions(rest, { 'api-key': { type: 'string' } });
+        if (!values['api-key']) throw new CliError('credential rotate needs --api-key KEY', 2);
+        const { credential, apiSecret } = await rotateSecret(knex, values['api-key'], OPERATOR);
+        return {
+          client: credential.client,
+          api_key: credential.api_key,
+          api_secret: apiSecret,
+          note: 'The new api_secret is shown only now; the old secret and every token issued before no longer work.',
+        };
+      }
       case 'allow-ip': {
         const { values } = parseOptions(rest, {
           'api-key': { type: 'string' },
@@ -60,7 +72,7 @@ export async function credentialCommand(args: string[], { knex }: Database): Pro
         return (await setAllowedIps(knex, apiKey, next, OPERATOR)).toPublic();
       }
       default:
-        throw new CliError(`Unknown credential command: ${action ?? '(none)'} (create, list, deactivate, activate, allow-ip)`, 2);
+        throw new CliError(`Unknown credential command: ${action ?? '(none)'} (create, list, deactivate, activate, rotate, allow-ip)`, 2);
     }
   } catch (error) {
     if (error instanceof InvalidInputError || error instanceof CredentialNotFoundError) throw new CliError(error.message);

@@ -1,6 +1,6 @@
 import type { Database } from '../db/database.ts';
 import { defineEvent, EventInputError, listEvents, type EventType } from '../modules/events/service.ts';
-import { CliError, OPERATOR, parseOptions } from './main.ts';
+import { CliError, OPERATOR, parseOptions } from './options.ts';
 
 export async function eventCommand(args: string[], { knex }: Database): Promise<unknown> {
   const [action, ...rest] = args;

@@ -3,8 +3,8 @@ import { loadConfig } from '../config.ts';
 import { AGENT_TOKEN_TTL_SECONDS } from '../modules/kyc/constants.ts';
 import { defineFlow, FlowInputError, listFlows, type Flow } from '../modules/kyc/flows.ts';
 import { findSession } from '../modules/kyc/sessions.ts';
-import { loadSigningKey, TokenService } from '../modules/merchant/tokens.ts';
-import { CliError, OPERATOR, parseOptions } from './main.ts';
+import { loadSigningKey, TokenService } from '../auth/tokens.ts';
+import { CliError, OPERATOR, parseOptions } from './options.ts';
 
 /** The notify secret is shown when the flow is defined, so the receiver can be configured; never in listings. */
 function publicFlow({ notify_secret: _secret, ...flow }: Flow) {

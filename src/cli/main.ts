@@ -1,30 +1,20 @@
-import { parseArgs, type ParseArgsConfig } from 'node:util';
-
-type ParseArgsOptionsConfig = NonNullable<ParseArgsConfig['options']>;
 import { ConfigError, loadConfig } from '../config.ts';
 import { openDatabase, type Database } from '../db/database.ts';
-import type { Actor } from '../context.ts';
+import { CliError, type CommandHandler } from './options.ts';
+import { approvalPolicyCommand, decisionWebhookCommand } from './approvals.ts';
 import { credentialCommand } from './credential.ts';
+import { gatewayCommand } from './gateway.ts';
+import { cscaCommand } from './csca.ts';
 import { eventCommand } from './events.ts';
 import { agentTokenCommand, flowCommand } from './kyc.ts';
+import { loginTicketCommand, reviewTicketCommand } from './mobile.ts';
 import { rulesCommand } from './rules.ts';
 import { sanctionsCommand } from './sanctions.ts';
+import { groupCommand, staffCommand } from './staff.ts';
 import { verifyCommand } from './verify.ts';
 
-/** A command's failure that the operator can fix: printed as JSON on stderr, exit code 1 (usage: 2). */
-export class CliError extends Error {
-  constructor(message: string, readonly exitCode = 1) {
-    super(message);
-  }
-}
-
-/** Writes from the command line are recorded as the operator's, named by the shell user. */
-export const OPERATOR: Actor = { type: 'operator', id: process.env.USER || 'cli' };
-
-export type CommandHandler = (args: string[], database: Database) => Promise<unknown>;
-
 /** Commands that work on files alone and never open the database. */
-const OFFLINE_COMMANDS: Record<string, (args: string[]) => Promise<unknown>> = { verify: verifyCommand };
+const OFFLINE_COMMANDS: Record<string, (args: string[]) => Promise<unknown>> = { verify: verifyCommand, gateway: gatewayCommand };
 
 const USAGE = `Usage: warden <command> [options]   (every command prints JSON)
 
@@ -32,6 +22,7 @@ const USAGE = `Usage: warden <command> [options]   (every command prints JSON)
   credential list
   credential deactivate --api-key KEY
   credential activate --api-key KEY
+  credential rotate --api-key KEY          (new secret shown once; old secret and tokens refused)
   credential allow-ip --api-key KEY [--ip IP|CIDR|*]... [--remove IP]... [--replace]
   event define --slug SLUG --type 0|1|2 [--name NAME] [--inactive]   (0 Onboarding, 1 Financial, 2 Non-financial)
   event list
@@ -43,33 +34,47 @@ const USAGE = `Usage: warden <command> [options]   (every command prints JSON)
   flow define --code C --artifacts doc_mrz,selfie [--name N] [--video-call] [--default] [--inactive] [--notify URL]
   flow list
   agent-token --session ID [--agent NAME]
+  staff create --username U --password P [--email E] [--full-name N] [--superuser] [--video-call-agent] [--group G]...
+  staff grant --username U [--perm APP_LABEL.CODENAME]... [--group G]...
+  staff deactivate --username U
+  staff list
+  group create --name G [--perm APP_LABEL.CODENAME]...
+  login-ticket --username U [--qr FILE.png]        (single-use mobile pairing ticket, 5 minutes)
+  issue_review_ticket --user U [--days N] [--note TEXT] [--qr FILE.png] [--force]
+                                        (multi-use mobile ticket; the code is shown once)
+  issue_review_ticket --list | --revoke --user U
+  csca import FILE... | csca list       (CSCA certificates for chip passive authentication: master list, LDIF, PEM, DER)
   verify mrz IMAGE                      (reads the MRZ of a photograph; no database needed)
   verify doc-front IMAGE                (OCR fields, document outline, portrait; no database needed)
   verify face IMAGE_A IMAGE_B           (faces, similarity, threshold, match; no database needed)
+  approval-policy set --model APP.MODEL --operations add,change,delete,decision [--stages N] [--signatures N]
+                      [--signer-group G] [--signer-permission APP_LABEL.CODENAME] [--inactive]
+  approval-policy list
+  decision-webhook set --api-key KEY --url URL   (merchant webhook for compliance decisions; prints the signing secret once)
+  gateway --port P [--host H]   (the AI gateway: WARDEN_LLM_URL, WARDEN_LLM_MODEL, WARDEN_LLM_API_KEY, WARDEN_GATEWAY_TOKEN)
   db migrate
 
 Environment: DATABASE_URL (external PostgreSQL) or WARDEN_DATA_DIR (embedded, default ./data).`;
 
 const COMMANDS: Record<string, CommandHandler> = {
   credential: credentialCommand,
+  csca: cscaCommand,
+  'approval-policy': approvalPolicyCommand,
+  'decision-webhook': decisionWebhookCommand,
   event: eventCommand,
   flow: flowCommand,
   'agent-token': agentTokenCommand,
+  'login-ticket': loginTicketCommand,
+  issue_review_ticket: reviewTicketCommand,
   rules: rulesCommand,
   sanctions: sanctionsCommand,
+  staff: staffCommand,
+  group: groupCommand,
   db: async (args) => {
     if (args[0] !== 'migrate') throw new CliError(`Unknown db command: ${args[0] ?? '(none)'}\n${USAGE}`, 2);
     return { migrated: true };
   },
 };
-
-export function parseOptions<const T extends ParseArgsOptionsConfig>(args: string[], options: T, allowPositionals = false) {
-  try {
-    return parseArgs({ args, options, allowPositionals, strict: true });
-  } catch (error) {
-    throw new CliError((error as Error).message, 2);
-  }
-}
 
 async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;

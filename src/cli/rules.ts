@@ -2,7 +2,7 @@ import fs from 'node:fs/promises';
 import type { Database } from '../db/database.ts';
 import { parseRuleFile, RuleFileError } from '../modules/rules/definitions.ts';
 import { listRules, loadRules } from '../modules/rules/store.ts';
-import { CliError, OPERATOR, parseOptions } from './main.ts';
+import { CliError, OPERATOR, parseOptions } from './options.ts';
 
 export async function rulesCommand(args: string[], { knex }: Database): Promise<unknown> {
   const [action, ...rest] = args;

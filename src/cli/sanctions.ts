@@ -7,7 +7,7 @@ import { announce, CHANNELS } from '../db/notifications.ts';
 import { recordAudit } from '../audit.ts';
 import { parseOfac, parseOpenSanctions, parseUnConsolidated, type ImportResult, type SanctionSource } from '../modules/screening/sanctions/importers.ts';
 import { replaceSource } from '../modules/screening/sanctions/store.ts';
-import { CliError, OPERATOR, parseOptions } from './main.ts';
+import { CliError, OPERATOR, parseOptions } from './options.ts';
 
 const FORMATS: SanctionSource[] = ['ofac', 'un', 'opensanctions'];
 

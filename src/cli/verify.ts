@@ -1,10 +1,10 @@
 import fs from 'node:fs/promises';
-import { readMrz } from '../modules/kyc/mrz/read.ts';
-import { readDocumentFront } from '../modules/kyc/vision/docfront.ts';
-import { DEFAULT_EMBEDDER, loadEmbedderSpec } from '../modules/kyc/vision/embedder.ts';
-import { cosineSimilarity, readFaces } from '../modules/kyc/vision/faces.ts';
-import { ImageError } from '../modules/kyc/vision/image.ts';
-import { CliError } from './main.ts';
+import { readMrz } from '../vision/mrz/read.ts';
+import { readDocumentFront } from '../vision/docfront.ts';
+import { DEFAULT_EMBEDDER, loadEmbedderSpec } from '../vision/embedder.ts';
+import { faceScore, readFaces } from '../vision/faces.ts';
+import { ImageError } from '../vision/image.ts';
+import { CliError } from './options.ts';
 
 const USAGE = 'Usage: warden verify mrz IMAGE | warden verify doc-front IMAGE | warden verify face IMAGE_A IMAGE_B';
 
@@ -52,13 +52,19 @@ export async function verifyCommand(args: string[]): Promise<unknown> {
     const reads = [];
     for (const file of files) reads.push({ file, ...(await describe(file, async () => readFaces(await readImage(file), spec))) });
     const [first, second] = reads as [(typeof reads)[0], (typeof reads)[0]];
-    const similarity = first.embedding && second.embedding ? Math.round(cosineSimilarity(first.embedding, second.embedding) * 10000) / 10000 : null;
+    const similarity = first.embedding && second.embedding ? Math.round(faceScore(first.embedding, second.embedding, spec.metric) * 10000) / 10000 : null;
+    const match = similarity !== null && similarity >= threshold;
+    const faceless = reads.filter((read) => read.embedding === null && !read.too_small).map((read) => read.file);
+    const small = reads.filter((read) => read.too_small).map((read) => read.file);
     return {
       model: spec.name,
+      // The score the websocket's face_verification_result reports, on the model's scale.
+      metric: spec.metric === 'cosine' ? 'cosine similarity' : '1 - Euclidean distance',
       images: reads.map(({ embedding, ...rest }) => ({ ...rest, face_found: embedding !== null, face_count: rest.faces.length })),
       similarity,
       threshold,
-      match: similarity !== null && similarity >= threshold,
+      match,
+      verdict: faceless.length ? `no face found in ${faceless.join(' and ')}` : small.length ? `face too small to compare in ${small.join(' and ')}` : match ? 'same person' : 'different people',
     };
   }
   throw new CliError(USAGE, 2);

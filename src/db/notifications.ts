@@ -9,6 +9,12 @@ export const CHANNELS = {
   rules: 'warden_rules',
   events: 'warden_events',
   sanctions: 'warden_sanctions',
+  // payload: the id of a mobile device just revoked (live sockets of that device close)
+  mobileDevices: 'warden_mobile_devices',
+  // payload: one staff live-socket message (JSON), fanned out to every process's sockets
+  live: 'warden_live',
+  // payload: {session_id, status} of a video_call_queue row just written (announced by its trigger)
+  videoQueue: 'warden_video_queue',
 } as const;
 export type Channel = (typeof CHANNELS)[keyof typeof CHANNELS];
 

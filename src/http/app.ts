@@ -4,6 +4,11 @@ import type { AppContext } from '../context.ts';
 import { registerMerchantRoutes } from '../modules/merchant/routes.ts';
 import { registerUpsertRoutes } from '../modules/records/routes.ts';
 import { registerKycRoutes } from '../modules/kyc/routes.ts';
+import { registerAdminShell } from '../modules/backoffice/web/shell.tsx';
+import { registerAdminPages } from '../modules/backoffice/web/pages.tsx';
+import { registerMobileRoutes } from '../modules/mobile/routes.ts';
+import { registerCaseWorkRoutes } from '../modules/cases/routes.ts';
+import { registerMcpServer } from '../modules/ai/mcp-server.ts';
 import { respond } from './envelope.ts';
 import { HttpError, MethodNotAllowedError } from './errors.ts';
 import { buildOpenApiDocument, createOpenApiRegistry } from './openapi.ts';
@@ -18,12 +23,22 @@ export function createApp(app: AppContext): Koa {
   registerMerchantRoutes(router, app, docs);
   registerUpsertRoutes(router, app, docs);
   registerKycRoutes(router, app, docs);
+  // first of the /admin/ routes: its middleware (session, CSRF, headers) runs before theirs
+  registerAdminShell(router, app);
+  registerAdminPages(router, app);
+  registerMobileRoutes(router, app, docs);
+  registerCaseWorkRoutes(router, app, docs);
+  registerMcpServer(router, app);
   registerOperationalRoutes(router, app);
   const openApiDocument = buildOpenApiDocument(docs);
   router.get('/api/openapi.json', (ctx) => {
     ctx.body = openApiDocument;
   });
 
+  // Every error of a handler is answered by requestLifecycle; what reaches Koa's own handler is a
+  // client that closed its connection mid-request (a parse error at the socket's end), which
+  // Koa would print to stderr as if it were the service's fault.
+  koa.on('error', (error: Error) => app.logger.info({ err: error }, 'client connection error'));
   koa.use(requestLifecycle(app));
   koa.use(addTrailingSlash);
   koa.use(router.routes());

@@ -48,3 +48,13 @@ export class UnsupportedMediaTypeError extends HttpError {
     super(415, message, reason);
   }
 }
+
+/**
+ * The client went away before its body was read. No one receives the answer; it is a 400 so the
+ * metrics and logs count the client's doing, not the service's.
+ */
+export class RequestAbortedError extends HttpError {
+  constructor() {
+    super(400, 'The request body was not received completely: the client closed the connection.', 'request_aborted');
+  }
+}

@@ -1,5 +1,5 @@
 import type { Context } from 'koa';
-import { BadRequestError, PayloadTooLargeError, UnsupportedMediaTypeError } from './errors.ts';
+import { BadRequestError, PayloadTooLargeError, RequestAbortedError, UnsupportedMediaTypeError } from './errors.ts';
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
@@ -27,13 +27,25 @@ export async function readJsonBody(ctx: Context, limitBytes: number): Promise<un
 
   const chunks: Buffer[] = [];
   let received = 0;
-  for await (const chunk of ctx.req as AsyncIterable<Buffer>) {
-    received += chunk.length;
-    if (received > limitBytes) {
-      ctx.req.destroy();
-      throw tooLarge(limitBytes);
+  try {
+    // Leaving the loop early must not destroy the request: that would reset the connection.
+    for await (const chunk of ctx.req.iterator({ destroyOnReturn: false }) as AsyncIterable<Buffer>) {
+      received += chunk.length;
+      if (received > limitBytes) {
+        // A chunked body has no length to refuse up front. Stop reading and answer 413 on a
+        // connection that closes after it; destroying the socket here would leave the client
+        // a reset instead of the answer.
+        ctx.req.pause();
+        ctx.set('Connection', 'close');
+        throw tooLarge(limitBytes);
+      }
+      chunks.push(chunk);
     }
-    chunks.push(chunk);
+  } catch (error) {
+    if (error instanceof PayloadTooLargeError) throw error;
+    // The only other way reading a request fails: the client closed the connection mid-body.
+    if (!ctx.req.complete) throw new RequestAbortedError();
+    throw error;
   }
   let text: string;
   try {

@@ -6,6 +6,12 @@ import type { Logger } from '../logger.ts';
 export const QUEUES = {
   verifyArtifact: 'verify-artifact',
   notifyFlow: 'notify-flow',
+  notifyDecision: 'notify-decision',
+  replayRuleChange: 'replay-rule-change',
+  sendPush: 'send-push',
+  runReport: 'run-report',
+  aiReview: 'ai-review',
+  assistantTurn: 'assistant-turn',
 } as const;
 
 export interface QueueSettings {
@@ -40,6 +46,28 @@ function transactionExecutor(trx: Knex.Transaction): Executor {
       return connection.query(text, values as unknown[]);
     },
   };
+}
+
+/** Any fixed key: it only has to be the same in every Warden process sharing the database. */
+const QUEUE_CREATION_LOCK = 7_302_451_118;
+
+/**
+ * Two processes starting together would both create the queues' partition tables, and PostgreSQL
+ * answers one of them with a deadlock. A session advisory lock held on one connection while the
+ * queues are created makes the second process wait and then find them made.
+ */
+async function withStartupLock(db: Knex, work: () => Promise<void>): Promise<void> {
+  const connection = (await db.client.acquireConnection()) as pg.PoolClient;
+  try {
+    await connection.query('SELECT pg_advisory_lock($1)', [QUEUE_CREATION_LOCK]);
+    try {
+      await work();
+    } finally {
+      await connection.query('SELECT pg_advisory_unlock($1)', [QUEUE_CREATION_LOCK]);
+    }
+  } finally {
+    await db.client.releaseConnection(connection);
+  }
 }
 
 export interface JobHandlerContext<T> {
@@ -77,15 +105,17 @@ export class JobQueue {
     });
     boss.on('error', (error) => logger.error({ err: error }, 'job queue error'));
     await boss.start();
-    for (const name of Object.values(QUEUES)) {
-      await boss.createQueue(name, {
-        name,
-        retryLimit: 4,
-        retryDelay: 2,
-        retryBackoff: true,
-        expireInSeconds: settings.jobTimeoutSeconds,
-      });
-    }
+    await withStartupLock(db, async () => {
+      for (const name of Object.values(QUEUES)) {
+        await boss.createQueue(name, {
+          name,
+          retryLimit: 4,
+          retryDelay: 2,
+          retryBackoff: true,
+          expireInSeconds: settings.jobTimeoutSeconds,
+        });
+      }
+    });
     return new JobQueue(boss, settings, logger);
   }
 
@@ -95,6 +125,39 @@ export class JobQueue {
 
   async notifyFlow(trx: Knex.Transaction, sessionId: string): Promise<void> {
     await this.boss.send(QUEUES.notifyFlow, { sessionId }, { db: transactionExecutor(trx), retryLimit: 8 });
+  }
+
+  /** A compliance decision that changed a record's outcome, for the merchant's webhook (retried like flow notifications). */
+  async notifyDecision(trx: Knex.Transaction, decisionId: string): Promise<void> {
+    await this.boss.send(QUEUES.notifyDecision, { decisionId }, { db: transactionExecutor(trx), retryLimit: 8 });
+  }
+
+  /** The replay evidence of a rule change waiting for approval. */
+  async replayRuleChange(trx: Knex.Transaction, requestId: string): Promise<void> {
+    await this.boss.send(QUEUES.replayRuleChange, { requestId }, { db: transactionExecutor(trx), retryLimit: 2 });
+  }
+
+  /** One push job per notification and device, so a provider's retry never resends to the others. */
+  async sendPush(trx: Knex.Transaction, deliveries: { notificationId: string; deviceId: string }[]): Promise<void> {
+    if (!deliveries.length) return;
+    await this.boss.insert(
+      deliveries.map((data) => ({ name: QUEUES.sendPush, data, retryLimit: 5, retryDelay: 1, retryBackoff: true, expireInSeconds: 60 })),
+      { db: transactionExecutor(trx) },
+    );
+  }
+
+  /** A report run; a failing report records its error on the last attempt instead of throwing. */
+  async runReport(trx: Knex.Transaction, resultId: number): Promise<void> {
+    await this.boss.send(QUEUES.runReport, { resultId }, { db: transactionExecutor(trx), retryLimit: 1 });
+  }
+
+  /**
+   * AI work (issue 14): a case review or an assistant turn. Not retried by the queue: the gateway
+   * already retries a malformed answer once, and a second model call would bill twice; a failure is
+   * stored with its reason by the handler.
+   */
+  async runAi(trx: Knex.Transaction, name: typeof QUEUES.aiReview | typeof QUEUES.assistantTurn, data: object): Promise<string | null> {
+    return this.boss.send(name, data, { db: transactionExecutor(trx), retryLimit: 0 });
   }
 
   /**

@@ -3,7 +3,7 @@ import { createAdapter } from '@socket.io/redis-streams-adapter';
 import { createClient, type RedisClientType } from 'redis';
 import { Server, type Socket } from 'socket.io';
 import type { Logger } from '../logger.ts';
-import { TokenVerificationError, type TokenService } from '../modules/merchant/tokens.ts';
+import { TokenVerificationError, type TokenService } from '../auth/tokens.ts';
 
 export const DOCUMENTS_NAMESPACE = '/documents';
 

@@ -3,12 +3,25 @@
  * pool reads MRZs, results are stored once and pushed to the session's websocket clients only.
  */
 import fs from 'node:fs/promises';
+import { createRequire } from 'node:module';
 import path from 'node:path';
 import test from 'ava';
 import sharp from 'sharp';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { defineTestFlow, openSession, registeredClient, upload, waitFor } from '../helpers/kyc.ts';
 import { dg1, dg2 } from '../helpers/lds.ts';
+import { issue, makeSod } from '../helpers/pki.ts';
+import { storeCscas } from '../../src/modules/kyc/verifiers/passive-auth.ts';
+import { seededRandom } from '../../models/mrz/render-training-data.ts';
+import { photograph, randomDocument, renderPage } from '../../models/mrz/synthetic-document.ts';
+
+interface J2kEncoder {
+  getDecodedBuffer(info: { width: number; height: number; bitsPerSample: number; componentCount: number; isSigned: boolean; isUsingColorTransform: boolean }): Uint8Array;
+  encode(): void;
+  getEncodedBuffer(): Uint8Array;
+}
+/** OpenJPEG's encoder, to make JPEG 2000 chip portraits. */
+const openJpeg = await (createRequire(import.meta.url)('@cornerstonejs/codec-openjpeg/wasmjs') as (module: object) => Promise<{ J2KEncoder: new () => J2kEncoder }>)({ print: () => {}, printErr: () => {} });
 import { verifyArtifact } from '../../src/modules/kyc/pipeline.ts';
 
 const UPLOAD = '/api/document/upload_document/';
@@ -127,30 +140,85 @@ test('no MRZ, a truncated JPEG and a decompression bomb each give a fail result;
   t.is((await app.request('GET', '/healthz')).status, 200);
 });
 
-test('nfc_raw: DG1 checked against the MRZ already read, DG2 portrait kept; bad chip data fails', async (t) => {
+test('an MRZ whose check digit does not hold fails, naming the field', async (t) => {
+  // A rendered passport whose document number check digit is off by one.
+  const random = seededRandom(4242);
+  const document = randomDocument(random, 'TD3');
+  const line = document.lines[1]!;
+  const forged = { ...document, lines: [document.lines[0]!, `${line.slice(0, 9)}${(Number(line[9]) + 1) % 10}${line.slice(10)}`] };
+  const image = await photograph(renderPage(forged, random, 8), random, { width: 1000, height: 750, coverage: 0.85, angle: 2, perspective: 0, shadow: 0.1, blur: 0.6, noise: 4, quality: 85 });
+  const session = await openSession(app, token, { customer_ref: 'ws-check-digit' });
+  const uploaded = await upload(app, UPLOAD, { token: session.endpoint_token, artifact_type: 'passport_mrz_page', file: { bytes: image, name: 'page.jpg', type: 'image/jpeg' } });
+  const stored = await result(uploaded.body.artifact_id);
+  t.is(stored.code, 'fail');
+  t.regex(stored.message, /check digits do not hold \(.*document_number/);
+});
+
+test('nfc_raw: passive authentication, DG1 checked against the MRZ already read, DG2 portrait kept; bad or forged chip data fails', async (t) => {
   const fixture = expected['td3-flat.jpg']!;
+  await customer('ws-nfc', { first_name: fixture.fields.first_name, last_name: fixture.fields.last_name, birth_date: fixture.fields.birth_date });
   const session = await openSession(app, token, { customer_ref: 'ws-nfc' });
   const page = await upload(app, UPLOAD, {
     token: session.endpoint_token,
     artifact_type: 'passport_mrz_page',
     file: { bytes: await fs.readFile(path.join(fixtures, 'td3-flat.jpg')), name: 'page.jpg', type: 'image/jpeg' },
   });
-  t.is((await result(page.body.artifact_id)).code, 'success');
+  const pageResult = await result(page.body.artifact_id);
+  t.is(pageResult.code, 'success', pageResult.message);
 
   const portrait = await sharp({ create: { width: 16, height: 20, channels: 3, background: '#caa' } }).jpeg().toBuffer();
-  const chip = Buffer.from(JSON.stringify({ dg1: dg1(fixture.lines).toString('base64'), dg2: dg2(portrait).toString('base64') }));
+  // Before any CSCA is imported, even a well-signed chip cannot be trusted.
+  const csca = await issue('CSCA Utopia', undefined, { ca: true });
+  const signer = await issue('DS Utopia', csca);
+  const groups = { DG1: dg1(fixture.lines), DG2: dg2(portrait) };
+  const chip = Buffer.from(JSON.stringify({ dg1: groups.DG1.toString('base64'), dg2: groups.DG2.toString('base64'), sod: (await makeSod(groups, signer)).toString('base64') }));
+  const send = async (bytes: Buffer, json = true) =>
+    result((await upload(app, UPLOAD, { token: session.endpoint_token, artifact_type: 'nfc_raw', file: { bytes, name: json ? 'chip.json' : 'chip.bin', type: json ? 'application/json' : 'application/octet-stream' } })).body.artifact_id);
+  const untrusted = await send(chip);
+  t.is(untrusted.code, 'fail');
+  t.regex(untrusted.message, /^Passive authentication failed at document_signer: no CSCA certificate has been imported/);
+
+  t.is(await storeCscas(app.database.knex, [csca.certificate], 'test'), 1);
+  t.is(await storeCscas(app.database.knex, [csca.certificate], 'test again'), 0, 'stored once');
   const nfc = await upload(app, UPLOAD, { token: session.endpoint_token, artifact_type: 'nfc_raw', file: { bytes: chip, name: 'chip.json', type: 'application/json' } });
   t.is(nfc.status, 200, nfc.text);
   const stored = await result(nfc.body.artifact_id);
   t.is(stored.type, 'nfc_raw_result');
   t.is(stored.code, 'success', stored.message);
   t.is(stored.data, null);
+  t.true(stored.details.passive_authentication.passed);
+  t.deepEqual(stored.details.passive_authentication.checks.map((check: { passed: boolean }) => check.passed), [true, true, true, true]);
   const kept = await app.database.knex('verification_artifacts').where({ id: stored.details.portrait_artifact_id }).first();
   t.deepEqual(await app.context.files.read(kept.path), portrait);
 
-  const otherLines = [fixture.lines[0]!, fixture.lines[1]!.replace(/^./, fixture.lines[1]![0] === 'X' ? 'Y' : 'X')];
-  const mismatch = await upload(app, UPLOAD, { token: session.endpoint_token, artifact_type: 'nfc_raw', file: { bytes: dg1(otherLines), name: 'chip.bin', type: 'application/octet-stream' } });
-  t.is((await result(mismatch.body.artifact_id)).code, 'fail');
+  // A genuine chip of another document: authentic, but not the MRZ photographed.
+  const otherDg1 = dg1(expected['td3-tilted.jpg']!.lines);
+  const mismatch = await send(Buffer.concat([otherDg1, await makeSod({ DG1: otherDg1 }, signer)]), false);
+  t.is(mismatch.code, 'fail');
+  t.regex(mismatch.message, /differs from the MRZ read from the document/);
+  // The photographed MRZ written into a chip whose SOD hashed other data.
+  const forged = await send(Buffer.concat([groups.DG1, await makeSod({ DG1: otherDg1 }, signer)]), false);
+  t.regex(forged.message, /^Passive authentication failed at data_group_hashes: the DG1 hash does not match the SOD/);
+  const unsigned = await send(groups.DG1, false);
+  t.regex(unsigned.message, /^Passive authentication failed at sod: no EF.SOD was sent/);
+
+  // A JPEG 2000 portrait is kept decoded, as JPEG; one that cannot be decoded is not kept, and the result says why.
+  const { data, info } = await sharp({ create: { width: 40, height: 50, channels: 3, background: '#a98' } }).raw().toBuffer({ resolveWithObject: true });
+  const encoder = new openJpeg.J2KEncoder();
+  encoder.getDecodedBuffer({ width: info.width, height: info.height, bitsPerSample: 8, componentCount: 3, isSigned: false, isUsingColorTransform: true }).set(data);
+  encoder.encode();
+  const j2kGroups = { DG1: groups.DG1, DG2: dg2(Buffer.from(encoder.getEncodedBuffer())) };
+  const j2k = await send(Buffer.concat([j2kGroups.DG1, j2kGroups.DG2, await makeSod(j2kGroups, signer)]), false);
+  t.is(j2k.code, 'success', j2k.message);
+  t.is(j2k.details.portrait_format, 'jpeg2000');
+  const decoded = await app.database.knex('verification_artifacts').where({ id: j2k.details.portrait_artifact_id }).first();
+  t.is(decoded.content_type, 'image/jpeg');
+  t.deepEqual((await sharp(await app.context.files.read(decoded.path)).metadata()).width, 40);
+  const brokenGroups = { DG1: groups.DG1, DG2: dg2(Buffer.from([0xff, 0x4f, 0xff, 0x51, 0x00, 0x01, 0x02])) };
+  const broken = await send(Buffer.concat([brokenGroups.DG1, brokenGroups.DG2, await makeSod(brokenGroups, signer)]), false);
+  t.is(broken.code, 'success', 'the chip is authentic; only its portrait is unusable');
+  t.regex(broken.details.portrait_error, /^portrait format not supported: the JPEG 2000 image could not be decoded/);
+  t.is(broken.details.portrait_artifact_id, undefined);
   const garbage = await upload(app, UPLOAD, { token: session.endpoint_token, artifact_type: 'nfc_raw', file: { bytes: Buffer.from('\xff\x00garbage'), name: 'chip.bin', type: 'application/octet-stream' } });
   const garbageResult = await result(garbage.body.artifact_id);
   t.is(garbageResult.code, 'fail');

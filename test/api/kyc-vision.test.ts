@@ -99,6 +99,7 @@ test('doc_front disagreeing with the customer record or with the MRZ read earlie
   t.deepEqual(front.data.mismatched_fields, ['birth_date']);
   t.regex(front.message, /customer record: birth_date/);
 
+  await customer('vision-mrz', HOLDER);
   const withMrz = await openSession(app, token, { customer_ref: 'vision-mrz' });
   await app.database
     .knex('verification_sessions')
@@ -125,6 +126,7 @@ test('doc_front without a portrait, and a photograph that is no document, fail w
 });
 
 test('a selfie sent before the document waits for it and is verified once the document is', async (t) => {
+  await customer('vision-selfie-first', HOLDER);
   const session = await openSession(app, token, { customer_ref: 'vision-selfie-first' });
   const uploaded = await upload(app, UPLOAD, { token: session.endpoint_token, artifact_type: 'selfie', file: { bytes: await read('faces/astronaut.jpg'), name: 'selfie.jpg', type: 'image/jpeg' } });
   t.is(uploaded.status, 200, uploaded.text);
@@ -137,23 +139,30 @@ test('a selfie sent before the document waits for it and is verified once the do
   t.is(selfie.details.reference.artifact_type, 'doc_portrait');
 });
 
-test('selfie: no reference in a flow without documents, the document photo itself, another person, no face, several faces', async (t) => {
+test('selfie: no reference in a flow without documents, the document photo itself, another person, a face too small, no face, several faces', async (t) => {
   const alone = await openSession(app, token, { customer_ref: 'vision-selfie-alone', flow: 'selfie-only' });
   const early = await send(alone.endpoint_token, 'selfie', await read('faces/astronaut.jpg'));
   t.is(early.code, 'fail');
   t.is(early.details.reason, 'no_reference');
   t.regex(early.message, /no reference portrait/);
 
+  await customer('vision-selfie-fails', HOLDER);
   const session = await openSession(app, token, { customer_ref: 'vision-selfie-fails' });
   t.is((await send(session.endpoint_token, 'doc_front', await read('docfront/card-flat.jpg'))).details.face !== null, true);
   const copy = await send(session.endpoint_token, 'selfie', await read('docfront/card-flat.jpg'));
   t.is(copy.code, 'fail');
   t.is(copy.details.reason, 'same_image');
-  const other = await send(session.endpoint_token, 'selfie', await read('faces/cameraman.jpg'));
+  const other = await send(session.endpoint_token, 'selfie', await read('faces/grace-hopper.jpg'));
   t.is(other.code, 'fail');
   t.false(other.details.match);
   t.true(other.details.similarity < other.details.threshold);
   t.regex(other.message, /does not match/);
+
+  // The cameraman's face is found, but his eyes are 15 px apart: too little to compare.
+  const distant = await send(session.endpoint_token, 'selfie', await read('faces/cameraman.jpg'));
+  t.is(distant.code, 'fail');
+  t.is(distant.details.reason, 'face_too_small');
+  t.regex(distant.message, /too small to compare/);
 
   const empty = await send(session.endpoint_token, 'selfie', await sharp({ create: { width: 400, height: 300, channels: 3, background: '#9ab' } }).jpeg().toBuffer());
   t.is(empty.code, 'fail');
@@ -167,14 +176,14 @@ test('selfie: no reference in a flow without documents, the document photo itsel
 
 test('reference preference: the document-front portrait, then the passport page, then the chip portrait', async (t) => {
   const face = await read('faces/astronaut.jpg');
-  const cameraman = await read('faces/cameraman.jpg');
+  const hopper = await read('faces/grace-hopper.jpg');
   const session = await openSession(app, token, { customer_ref: 'vision-references' });
   const selfie = async () => {
     const id = await unqueuedArtifact(session.session_id, 'selfie', face);
     await verifyArtifact(app.context, id, true);
     return app.database.knex('verification_results').where({ artifact_id: id }).first();
   };
-  const nfc = await unqueuedArtifact(session.session_id, 'nfc_portrait', cameraman);
+  const nfc = await unqueuedArtifact(session.session_id, 'nfc_portrait', hopper);
   const first = await selfie();
   t.is(first.details.reference.artifact_id, nfc);
   t.is(first.code, 'fail', 'the chip portrait is another person');
@@ -190,6 +199,26 @@ test('reference preference: the document-front portrait, then the passport page,
   const third = await selfie();
   t.is(third.details.reference.artifact_id, docPortrait);
   t.is(third.code, 'success', third.message);
+});
+
+test('a reference portrait without a usable face: the selfie fails with reference_without_face, naming what was skipped', async (t) => {
+  const session = await openSession(app, token, { customer_ref: 'vision-faceless-reference' });
+  // A chip portrait with no face in it (a grey square), and one whose face is too small to compare.
+  const blank = await unqueuedArtifact(session.session_id, 'nfc_portrait', await sharp({ create: { width: 300, height: 380, channels: 3, background: '#8a8f96' } }).jpeg().toBuffer());
+  const distant = await unqueuedArtifact(session.session_id, 'doc_portrait', await read('faces/cameraman.jpg'));
+  const selfie = await unqueuedArtifact(session.session_id, 'selfie', await read('faces/astronaut.jpg'));
+  await verifyArtifact(app.context, selfie, true);
+  const stored = await result(selfie);
+  t.is(stored.code, 'fail');
+  t.is(stored.details.reason, 'reference_without_face');
+  t.regex(stored.message, /No usable face could be read from the reference/);
+  t.deepEqual(
+    stored.details.skipped_references.map((skipped: { artifact_id: string; reason: string }) => [skipped.artifact_id, skipped.reason]),
+    [
+      [distant, 'face_too_small'],
+      [blank, 'no_face'],
+    ],
+  );
 });
 
 test('a selfie whose reference document is still being verified is retried, then waits, and is verified with the document', async (t) => {

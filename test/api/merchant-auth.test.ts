@@ -1,5 +1,5 @@
 import test from 'ava';
-import { TokenService } from '../../src/modules/merchant/tokens.ts';
+import { TokenService } from '../../src/auth/tokens.ts';
 import { setAllowedIps, setCredentialActive } from '../../src/modules/merchant/service.ts';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 

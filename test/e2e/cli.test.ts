@@ -126,16 +126,24 @@ test('verify doc-front prints the fields, the outline, the portrait box and timi
 test('verify face prints faces, similarity, threshold and the verdict; the threshold follows the environment', async (t) => {
   const same = (await warden('verify', 'face', 'test/fixtures/faces/astronaut.jpg', 'test/fixtures/docfront/card-flat.jpg')).json as Record<string, any>;
   t.is(same.model, 'dlib-resnet-v1');
-  t.is(same.threshold, 0.94);
-  t.true(same.similarity >= 0.94, String(same.similarity));
+  t.is(same.threshold, 0.48);
+  t.is(same.metric, '1 - Euclidean distance');
+  t.true(same.similarity >= 0.48, String(same.similarity));
   t.true(same.match);
+  t.is(same.verdict, 'same person');
   t.deepEqual(same.images.map((image: { face_count: number }) => image.face_count), [1, 1]);
   const other = (await warden('verify', 'face', 'test/fixtures/faces/astronaut.jpg', 'test/fixtures/faces/cameraman.jpg')).json as Record<string, any>;
   t.false(other.match);
+  t.is(other.verdict, 'face too small to compare in test/fixtures/faces/cameraman.jpg');
+  t.true(other.images[1].too_small);
+  const hopper = (await warden('verify', 'face', 'test/fixtures/faces/astronaut.jpg', 'test/fixtures/faces/grace-hopper.jpg')).json as Record<string, any>;
+  t.true(hopper.similarity < hopper.threshold, String(hopper.similarity));
+  t.is(hopper.verdict, 'different people');
   const noFace = (await warden('verify', 'face', 'test/fixtures/faces/astronaut.jpg', 'test/fixtures/docfront/card-no-portrait.jpg')).json as Record<string, any>;
   t.is(noFace.similarity, null);
   t.false(noFace.match);
   t.false(noFace.images[1].face_found);
+  t.is(noFace.verdict, 'no face found in test/fixtures/docfront/card-no-portrait.jpg');
   const usage = await warden('verify', 'face', 'test/fixtures/faces/astronaut.jpg');
   t.is(usage.code, 2);
 });

@@ -53,6 +53,7 @@ export async function startTestApp(env: Record<string, string> = {}): Promise<Te
   const context = await buildContext(config, database.knex, createLogger(config.logLevel));
   const server = http.createServer(createApp(context).callback());
   await context.documents.attach(server, env.REDIS_URL);
+  await context.live.attach(server);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 
@@ -64,7 +65,9 @@ export async function startTestApp(env: Record<string, string> = {}): Promise<Te
       headers['content-type'] ??= 'application/json';
     }
     if (options.token) headers.authorization = `Bearer ${options.token}`;
-    const response = await fetch(url + path, { method, headers, body });
+    // a copy as a plain Uint8Array: preact's JSX types bring in the DOM's fetch types, where a Buffer is no body
+    const payload = typeof body === 'string' || body === undefined ? body : new Uint8Array(body);
+    const response = await fetch(url + path, { method, headers, body: payload });
     const text = await response.text();
     let parsed: unknown = undefined;
     try {

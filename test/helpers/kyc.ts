@@ -42,7 +42,7 @@ export async function upload(app: TestApp, path: string, parts: UploadParts) {
   if (parts.token !== undefined) form.set('token', parts.token);
   if (parts.artifact_type !== undefined) form.set('artifact_type', parts.artifact_type);
   if (parts.extra_data !== undefined) form.set('extra_data', parts.extra_data);
-  if (parts.file) form.set('snapshot', new Blob([parts.file.bytes], { type: parts.file.type }), parts.file.name);
+  if (parts.file) form.set('snapshot', new Blob([new Uint8Array(parts.file.bytes)], { type: parts.file.type }), parts.file.name);
   const response = await fetch(app.url + path, { method: 'POST', body: form });
   const text = await response.text();
   return { status: response.status, body: JSON.parse(text), text };

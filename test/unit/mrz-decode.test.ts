@@ -1,6 +1,6 @@
 import test from 'ava';
-import { checkDigit, decode } from '../../src/modules/kyc/mrz/decode.ts';
-import { ALPHABET } from '../../src/modules/kyc/mrz/glyphs.ts';
+import { checkDigit, decode } from '../../src/vision/mrz/decode.ts';
+import { ALPHABET } from '../../src/vision/mrz/glyphs.ts';
 
 const SPECIMEN_TD3 = ['P<UTOERIKSSON<<ANNA<MARIA<<<<<<<<<<<<<<<<<<<', 'L898902C36UTO7408122F1204159ZE184226B<<<<<10'];
 const SPECIMEN_TD1 = ['I<UTOD231458907<<<<<<<<<<<<<<<', '7408122F1204159UTO<<<<<<<<<<<6', 'ERIKSSON<<ANNA<MARIA<<<<<<<<<<'];

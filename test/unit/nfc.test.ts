@@ -1,7 +1,7 @@
 import test, { type ExecutionContext } from 'ava';
 import fc from 'fast-check';
 import sharp from 'sharp';
-import { NFC_MAX_BYTES, NfcFormatError, parseNfcUpload } from '../../src/modules/kyc/nfc.ts';
+import { NFC_MAX_BYTES, NfcFormatError, parseNfcUpload } from '../../src/modules/kyc/verifiers/nfc-chip.ts';
 import { dg1, dg2, tlv } from '../helpers/lds.ts';
 
 const MRZ = {

@@ -6,9 +6,9 @@ import fs from 'node:fs';
 import path from 'node:path';
 import test from 'ava';
 import sharp from 'sharp';
-import { readDocumentFront } from '../../src/modules/kyc/vision/docfront.ts';
-import { extractFields, nationalityCode, parseDocumentDate } from '../../src/modules/kyc/vision/fields.ts';
-import type { TextLine } from '../../src/modules/kyc/vision/ocr.ts';
+import { readDocumentFront } from '../../src/vision/docfront.ts';
+import { extractFields, nationalityCode, parseDocumentDate } from '../../src/vision/fields.ts';
+import type { TextLine } from '../../src/vision/ocr.ts';
 
 const fixtures = path.resolve(import.meta.dirname, '../fixtures/docfront');
 const fixture = (name: string) => fs.readFileSync(path.join(fixtures, name));

@@ -7,10 +7,10 @@ import path from 'node:path';
 import test from 'ava';
 import sharp from 'sharp';
 import { loadConfig, ConfigError } from '../../src/config.ts';
-import { DEFAULT_EMBEDDER, loadEmbedderSpec } from '../../src/modules/kyc/vision/embedder.ts';
-import { cosineSimilarity, detectFaces, readFaces, similarityTransform } from '../../src/modules/kyc/vision/faces.ts';
-import { decodeImage, ImageError } from '../../src/modules/kyc/vision/image.ts';
-import { readDocumentFront } from '../../src/modules/kyc/vision/docfront.ts';
+import { DEFAULT_EMBEDDER, loadEmbedderSpec } from '../../src/vision/embedder.ts';
+import { alignFace, alignmentTemplate, detectFaces, faceScore, MIN_EYE_DISTANCE, readFaces, similarityTransform } from '../../src/vision/faces.ts';
+import { decodeImage, ImageError } from '../../src/vision/image.ts';
+import { readDocumentFront } from '../../src/vision/docfront.ts';
 import { animated, bombPng, twoFaces } from '../helpers/images.ts';
 
 const faces = path.resolve(import.meta.dirname, '../fixtures/faces');
@@ -31,20 +31,86 @@ test('one face in the astronaut photograph, landmarks where a face has them', as
 
 test('the same face after a crop, a smaller size and other light is taken for the same person; another person is not', async (t) => {
   const reference = await readFaces(astronaut, spec);
-  const variant = await sharp(astronaut).extract({ left: 80, top: 0, width: 360, height: 360 }).resize(240).modulate({ brightness: 1.15 }).jpeg({ quality: 70 }).toBuffer();
+  const variant = await sharp(astronaut).extract({ left: 80, top: 0, width: 360, height: 360 }).resize(300).modulate({ brightness: 1.15 }).jpeg({ quality: 70 }).toBuffer();
   const same = await readFaces(variant, spec);
   const other = await readFaces(cameraman, spec);
-  const sameSimilarity = cosineSimilarity(reference.embedding!, same.embedding!);
-  const otherSimilarity = cosineSimilarity(reference.embedding!, other.embedding!);
+  const score = (a: number[], b: number[]) => faceScore(a, b, spec.metric);
+  const sameSimilarity = score(reference.embedding!, same.embedding!);
+  const otherSimilarity = other.embedding ? score(reference.embedding!, other.embedding) : -1;
   t.true(sameSimilarity >= spec.threshold, `same: ${sameSimilarity}`);
   // A close-up whose face is several times the model's input is shrunk smoothly before alignment.
   const closeUp = await sharp(astronaut).extract({ left: 160, top: 50, width: 160, height: 180 }).resize(1280).jpeg().toBuffer();
   const close = await readFaces(closeUp, spec);
   t.true(close.faces[0]!.box[2] > 650, `a large face: ${close.faces[0]!.box[2]}`);
-  t.true(cosineSimilarity(reference.embedding!, close.embedding!) >= spec.threshold, `close-up: ${cosineSimilarity(reference.embedding!, close.embedding!)}`);
+  t.true(score(reference.embedding!, close.embedding!) >= spec.threshold, `close-up: ${score(reference.embedding!, close.embedding!)}`);
   t.true(otherSimilarity < spec.threshold, `other: ${otherSimilarity}`);
+  const hopper = await readFaces(fs.readFileSync(path.join(faces, 'grace-hopper.jpg')), spec);
+  t.true(score(reference.embedding!, hopper.embedding!) < spec.threshold - 0.1, `another woman, well below the threshold: ${score(reference.embedding!, hopper.embedding!)}`);
   t.is(reference.embedding!.length, 128);
-  t.true(Math.abs(Math.hypot(...reference.embedding!) - 1) < 1e-4, 'unit length');
+  // dlib's vectors are compared by Euclidean distance as the model gives them (not scaled to unit length).
+  t.is(spec.metric, 'euclidean');
+  t.true(Math.abs(Math.hypot(...reference.embedding!) - 1) > 0.05, 'raw vector');
+});
+
+test('dlib\'s model gets dlib\'s face chip: eyes, nose and mouth where its mean face shape puts them', async (t) => {
+  t.is(spec.template, 'dlib');
+  const [right, left, nose, mouth] = alignmentTemplate(spec);
+  // get_face_chip_details(shape, 150, 0.25): the mean shape's unit square spans pixels 25 to 125.
+  t.true(Math.abs(right!.x - 47.5) < 0.1 && Math.abs(left!.x - 100.5) < 0.1 && Math.abs(right!.y - 46.6) < 0.1, JSON.stringify([right, left]));
+  t.true(Math.abs(nose!.y - 76.6) < 0.1 && Math.abs(mouth!.y - 105.4) < 0.1);
+  // The former ArcFace placement put the eyes a fifth of the crop lower.
+  const arcface = alignmentTemplate({ ...spec, template: 'arcface' });
+  t.true(arcface[0]!.y - right!.y > 20);
+  // The aligned crop of the astronaut has her eyes at the template's points: the darkest pixels of
+  // each eye region are within a few pixels of them.
+  const image = await decodeImage(astronaut, { channels: 3, maxPixels: 1e7 });
+  const [face] = await detectFaces(image);
+  const crop = alignFace(image, face!, spec);
+  t.is(crop.width, 150);
+  for (const eye of [right!, left!]) {
+    let darkest = { value: 999, x: 0, y: 0 };
+    for (let y = Math.round(eye.y) - 8; y <= eye.y + 8; y++) {
+      for (let x = Math.round(eye.x) - 8; x <= eye.x + 8; x++) {
+        const i = (y * 150 + x) * 3;
+        const value = crop.data[i]! + crop.data[i + 1]! + crop.data[i + 2]!;
+        if (value < darkest.value) darkest = { value, x, y };
+      }
+    }
+    t.true(Math.hypot(darkest.x - eye.x, darkest.y - eye.y) < 6, `eye at ${JSON.stringify(darkest)}, template ${JSON.stringify(eye)}`);
+  }
+});
+
+test('faceScore: cosine similarity, or 1 minus the Euclidean distance', (t) => {
+  t.is(faceScore([1, 0], [0, 1], 'cosine'), 0);
+  t.true(Math.abs(faceScore([0.3, 0.4], [0, 0], 'euclidean') - 0.5) < 1e-12);
+  t.is(faceScore([1, 2], [1, 2], 'euclidean'), 1);
+});
+
+test('a face cut by the edge of a tall photograph is found (square tiles), and matched', async (t) => {
+  // The astronaut at the left edge of a tall frame (654 x 2424) with an eighth of her face outside
+  // it: fitted whole into the detector's square, the face is too small and cut to be found.
+  const cut = await sharp(astronaut).extract({ left: 185, top: 0, width: 327, height: 512 }).resize({ width: 654 }).toBuffer();
+  const tall = await sharp(cut).extend({ bottom: 1400, background: '#445' }).jpeg().toBuffer();
+  const image = await decodeImage(tall, { channels: 3, maxPixels: 1e7 });
+  const found = await detectFaces(image);
+  t.is(found.length, 1);
+  t.true(found[0]!.box.x < 0, 'the box reaches past the frame edge');
+  const read = await readFaces(tall, spec);
+  const reference = await readFaces(astronaut, spec);
+  t.true(faceScore(reference.embedding!, read.embedding!, spec.metric) >= spec.threshold);
+});
+
+test('a face too small to compare is found but not embedded, with its eye distance', async (t) => {
+  // The astronaut shrunk to 280 px in a 580 px wide frame: eyes about 24 px apart.
+  const small = await sharp(await sharp(astronaut).resize(280).toBuffer()).extend({ right: 300, bottom: 300, background: '#888' }).jpeg().toBuffer();
+  const read = await readFaces(small, spec);
+  t.is(read.faces.length, 1);
+  t.true(read.too_small);
+  t.is(read.embedding, null);
+  t.true(read.eye_distance! < MIN_EYE_DISTANCE, String(read.eye_distance));
+  const full = await readFaces(astronaut, spec);
+  t.false(full.too_small);
+  t.true(full.eye_distance! >= MIN_EYE_DISTANCE);
 });
 
 test('two faces side by side: both found, largest first', async (t) => {
@@ -124,6 +190,6 @@ test('CMYK, 16-bit and EXIF-rotated photographs are read like ordinary ones', as
   for (const [name, image] of [['cmyk', cmyk], ['16-bit', sixteen], ['exif', sideways]] as const) {
     const read = await readFaces(image, spec);
     t.is(read.faces.length, 1, name);
-    t.true(cosineSimilarity(reference.embedding!, read.embedding!) > 0.97, name);
+    t.true(faceScore(reference.embedding!, read.embedding!, spec.metric) > 0.8, name);
   }
 });

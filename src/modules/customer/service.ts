@@ -1,12 +1,8 @@
-import { randomUUID } from 'node:crypto';
-import type { AppContext, Actor } from '../../context.ts';
-import { retryOnConflict } from '../../db/knex.ts';
-import { lastOccurrence, reportRepeatedRefs } from '../records/batch.ts';
-import { validateRecord } from '../records/fields.ts';
-import { SKIPPED_DECISION, SKIPPED_SCORE, withoutNulls, type Action } from '../records/results.ts';
-import { columnsOf, upsertRowsWithLogs } from '../records/sql.ts';
-import type { EvaluationInput } from '../rules/definitions.ts';
-import { EXECUTION_LOG_COLUMNS, evaluateInPool, executionLogRow } from '../rules/engine.ts';
+import type { AppContext } from '../../context.ts';
+import type { Actor } from '../../actor.ts';
+import { runBatch, skippedResult, type BatchPlan, type BatchTrace, type ValidRecord } from '../records/batch.ts';
+import { withoutNulls, type Action } from '../records/results.ts';
+import { columnsOf } from '../records/sql.ts';
 import type { CustomerScreening, ScreeningSubject } from '../screening/service.ts';
 import { customerFields } from './schemas.ts';
 
@@ -43,113 +39,87 @@ const STORAGE_COLUMNS = {
 
 const MIGRATION_WARNING = 'migration: sanctions, IP and email screening skipped (historical migration).';
 
-interface Accepted {
-  index: number;
+interface Accepted extends ValidRecord {
   ref: string;
-  values: Record<string, unknown>;
-  extras: Record<string, unknown>;
-  raw: Record<string, unknown>;
-  warnings: string[];
+  /** Null for a migration record, which is not screened. */
+  screening: CustomerScreening | null;
+}
+
+function customerPlan(app: AppContext): BatchPlan<Accepted, CustomerResult> {
+  return {
+    fields: customerFields,
+    refField: 'customer_ref',
+    table: 'customers',
+    columns: { ...columnsOf(customerFields), ...STORAGE_COLUMNS },
+    target: 'customer',
+    skipped: (ref, warnings, error) =>
+      skippedResult('customer_ref', ref, { sanction_score: null, sanction_topic: [], ip_address_score: null, email_risk_score: null }, warnings, error),
+
+    async accept(valid) {
+      return valid.map((record) => {
+        if (record.values.migration) record.warnings.push(MIGRATION_WARNING);
+        return Object.assign(record, { ref: record.ref!, screening: null });
+      });
+    },
+
+    // Customers are screened before their rules run, so a customer rule can use the scores.
+    async ruleInputs(stored, trace) {
+      const screened = stored.filter((item) => !item.values.migration);
+      const screenings = await app.screening.screen(screened.map((item) => item.values as unknown as ScreeningSubject));
+      screened.forEach((item, position) => (item.screening = screenings[position]!));
+      trace?.mark('screening');
+      return stored.map((item) => {
+        const record = withoutNulls({ ...item.extras, ...item.values });
+        return {
+          target: 'customer',
+          record,
+          customer: withoutNulls({
+            ...record,
+            sanction_score: item.screening?.sanction_score,
+            sanction_topic: item.screening?.sanction_topic ?? [],
+            ip_address_score: item.screening?.ip_address_score,
+            email_risk_score: item.screening?.email_risk_score,
+            ip_country: item.screening?.ip_country,
+          }),
+          event: null,
+          aggregates: {},
+        };
+      });
+    },
+
+    row: (item, evaluation) =>
+      Object.assign(item.values, {
+        raw: item.raw,
+      score: evaluation!.score,
+      decision: evaluation!.decision,
+        sanction_score: item.screening?.sanction_score ?? null,
+        sanction_topic: item.screening?.sanction_topic ?? [],
+        sanction_matches: item.screening?.sanction_matches ?? [],
+        ip_address_score: item.screening?.ip_address_score ?? null,
+        ip_reasons: item.screening?.ip_reasons ?? [],
+        email_risk_score: item.screening?.email_risk_score ?? null,
+        email_reasons: item.screening?.email_reasons ?? [],
+      }),
+
+    result: (item, stored, row) => ({
+      customer_ref: item.ref,
+      id: stored.id,
+      action: stored.inserted ? 'created' : 'updated',
+      score: row.score as number,
+      decision: row.decision as string,
+      sanction_score: row.sanction_score as number | null,
+      sanction_topic: row.sanction_topic as string[],
+      ip_address_score: row.ip_address_score as number | null,
+      email_risk_score: row.email_risk_score as number | null,
+      warnings: item.warnings,
+    }),
+  };
 }
 
 /**
  * Validates, screens (sanctions, IP, email; not for migration records), scores with the
  * customer rules and stores a batch of customers in one transaction.
  */
-export async function upsertCustomers(app: AppContext, inputs: Record<string, unknown>[], actor: Actor): Promise<CustomerResult[]> {
-  const results = new Array<CustomerResult>(inputs.length);
-  const accepted: Accepted[] = [];
-  inputs.forEach((input, index) => {
-    const record = validateRecord(customerFields, input);
-    if (!record.ok) {
-      const ref = input.customer_ref;
-      results[index] = {
-        customer_ref: typeof ref === 'string' ? ref : ref === undefined || ref === null ? null : String(ref),
-        id: null,
-        action: 'skipped',
-        score: SKIPPED_SCORE,
-        decision: SKIPPED_DECISION,
-        sanction_score: null,
-        sanction_topic: [],
-        ip_address_score: null,
-        email_risk_score: null,
-        warnings: [],
-        error: record.error,
-      };
-      return;
-    }
-    if (record.values.migration) record.warnings.push(MIGRATION_WARNING);
-    accepted.push({ index, ref: record.values.customer_ref as string, values: record.values, extras: record.extras, raw: input, warnings: record.warnings });
-  });
-
-  const lastIndex = lastOccurrence(accepted);
-  const stored = accepted.filter((item) => lastIndex.get(item.ref) === item.index);
-  const screenedItems = stored.filter((item) => !item.values.migration);
-  const screenings = await app.screening.screen(screenedItems.map((item) => item.values as unknown as ScreeningSubject));
-  const screeningByIndex = new Map<number, CustomerScreening>(screenedItems.map((item, position) => [item.index, screenings[position]!]));
-
-  const evaluationInputs: EvaluationInput[] = stored.map((item) => {
-    const screening = screeningByIndex.get(item.index);
-    const record = withoutNulls({ ...item.extras, ...item.values });
-    return {
-      target: 'customer',
-      record,
-      customer: withoutNulls({
-        ...record,
-        sanction_score: screening?.sanction_score,
-        sanction_topic: screening?.sanction_topic ?? [],
-        ip_address_score: screening?.ip_address_score,
-        email_risk_score: screening?.email_risk_score,
-        ip_country: screening?.ip_country,
-      }),
-      event: null,
-      aggregates: {},
-    };
-  });
-  const evaluations = await evaluateInPool(app, evaluationInputs);
-
-  const by = `${actor.type}:${actor.id}`;
-  const rows = stored.map((item, position) => {
-    const screening = screeningByIndex.get(item.index);
-    const evaluation = evaluations[position]!;
-    return {
-      ...item.values,
-      id: randomUUID(),
-      raw: item.raw,
-      score: evaluation.score,
-      decision: evaluation.decision,
-      sanction_score: screening?.sanction_score ?? null,
-      sanction_topic: screening?.sanction_topic ?? [],
-      sanction_matches: screening?.sanction_matches ?? [],
-      ip_address_score: screening?.ip_address_score ?? null,
-      ip_reasons: screening?.ip_reasons ?? [],
-      email_risk_score: screening?.email_risk_score ?? null,
-      email_reasons: screening?.email_reasons ?? [],
-      log_id: randomUUID(),
-      created_by: by,
-      updated_by: by,
-    };
-  });
-  const columns = { ...columnsOf(customerFields), ...STORAGE_COLUMNS };
-
-  const logs = stored.map((item, position) => executionLogRow(rows[position]!.log_id, 'customer', item.ref, evaluations[position]!, by));
-  const outcomes = await retryOnConflict(() => upsertRowsWithLogs(app.db, 'customers', 'customer_ref', columns, rows, EXECUTION_LOG_COLUMNS, logs));
-
-  stored.forEach((item, position) => {
-    const row = rows[position]!;
-    results[item.index] = {
-      customer_ref: item.ref,
-      id: outcomes[position]!.id,
-      action: outcomes[position]!.inserted ? 'created' : 'updated',
-      score: row.score,
-      decision: row.decision,
-      sanction_score: row.sanction_score,
-      sanction_topic: row.sanction_topic,
-      ip_address_score: row.ip_address_score,
-      email_risk_score: row.email_risk_score,
-      warnings: item.warnings,
-    };
-  });
-  reportRepeatedRefs(accepted, lastIndex, results, 'customer_ref');
-  return results;
+export async function upsertCustomers(app: AppContext, inputs: Record<string, unknown>[], actor: Actor, trace?: BatchTrace): Promise<CustomerResult[]> {
+  return runBatch(app, customerPlan(app), inputs, actor, trace);
 }

@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import { recordAudit } from '../../audit.ts';
-import type { Actor } from '../../context.ts';
+import type { Actor } from '../../actor.ts';
 import { announce, CHANNELS, type NotificationHub } from '../../db/notifications.ts';
 
 /** The spec's event_type constant: which endpoint accepts events of each type. */

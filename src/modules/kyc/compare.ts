@@ -30,25 +30,31 @@ function wholeName(person: Record<string, unknown>): string | undefined {
 }
 
 /** ICAO 9303 nationality codes that are not ISO 3166 alpha-3 codes, mapped to the ISO code. */
-const ICAO_CODES: Record<string, string> = { D: 'DEU', GBD: 'GBR', GBN: 'GBR', GBO: 'GBR', GBP: 'GBR', GBS: 'GBR', RKS: 'XKX' };
+const ICAO_CODES: ReadonlyMap<string, string> = new Map([['D', 'DEU'], ['GBD', 'GBR'], ['GBN', 'GBR'], ['GBO', 'GBR'], ['GBP', 'GBR'], ['GBS', 'GBR'], ['RKS', 'XKX']]);
 
 /** A nationality as an ISO alpha-3 code: from alpha-2, alpha-3, or an ICAO document code (D<< is Germany). */
 export function alpha3(value: unknown): string | null {
   if (typeof value !== 'string' || !value.replace(/</g, '').trim()) return null;
   const text = value.replace(/</g, '').trim().toUpperCase();
-  if (ICAO_CODES[text]) return ICAO_CODES[text];
+  const icao = ICAO_CODES.get(text);
+  if (icao) return icao;
   if (text.length === 2) return countries.alpha2ToAlpha3(text) ?? text;
   return text;
 }
 
-const SEX_OF_GENDER: Record<string, string> = { male: 'M', female: 'F' };
+const SEX_OF_GENDER: ReadonlyMap<unknown, string> = new Map([['male', 'M'], ['female', 'F']]);
+
+/** What a comparison with a customer_ref that has no customer record reports: it fails, it never passes against nothing. */
+export const NO_CUSTOMER_RECORD = 'customer_ref';
 
 /**
  * Fields of a document that disagree with the customer's record, by field name of the document.
- * A field missing on either side is not a mismatch; names ignore case, accents and order.
+ * A field missing on either side is not a mismatch; names ignore case, accents and order. A
+ * session whose customer_ref has no customer record mismatches on customer_ref: a document is
+ * never taken as verified against a record that does not exist.
  */
 export function mismatchedFields(document: Record<string, unknown>, customer: Record<string, unknown> | undefined): string[] {
-  if (!customer) return [];
+  if (!customer) return [NO_CUSTOMER_RECORD];
   const mismatches: string[] = [];
   if (!sameName(document.first_name, customer.first_name)) mismatches.push('first_name');
   if (!sameName(document.last_name, customer.last_name)) mismatches.push('last_name');
@@ -58,7 +64,7 @@ export function mismatchedFields(document: Record<string, unknown>, customer: Re
   const nationality = alpha3(customer.nationality);
   const documentNationality = alpha3(document.nationality);
   if (documentNationality && nationality && documentNationality !== nationality) mismatches.push('nationality');
-  const sex = typeof customer.gender === 'string' ? SEX_OF_GENDER[customer.gender] : undefined;
+  const sex = SEX_OF_GENDER.get(customer.gender);
   if (document.sex && sex && document.sex !== sex) mismatches.push('sex');
   const numbers = [customer.passport_number, customer.identity_number].filter((value): value is string => typeof value === 'string' && value.trim() !== '');
   const documentNumber = typeof document.document_number === 'string' ? document.document_number.replace(/</g, '') : '';

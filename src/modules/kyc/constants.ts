@@ -16,13 +16,20 @@ export type ArtifactType = (typeof ARTIFACT_TYPES)[number];
 export const DERIVED_ARTIFACT_TYPES = ['doc_portrait', 'nfc_portrait'] as const;
 export type DerivedArtifactType = (typeof DERIVED_ARTIFACT_TYPES)[number];
 
+const ARTIFACT_TYPE_SET: ReadonlySet<string> = new Set(ARTIFACT_TYPES);
+
 export function isArtifactType(value: string): value is ArtifactType {
-  return (ARTIFACT_TYPES as readonly string[]).includes(value);
+  return ARTIFACT_TYPE_SET.has(value);
 }
 
 /** end-kyc-session status values and the session state each leads to. */
-export const CLOSING_STATUSES = { completed: 'completed', reported: 'reported', ended: 'failed' } as const;
-export type ClosingStatus = keyof typeof CLOSING_STATUSES;
+export const CLOSING_STATUSES: ReadonlyMap<ClosingStatus, 'completed' | 'reported' | 'failed'> = new Map([
+  ['completed', 'completed'],
+  ['reported', 'reported'],
+  ['ended', 'failed'],
+]);
+export const CLOSING_STATUS_VALUES = ['completed', 'reported', 'ended'] as const;
+export type ClosingStatus = (typeof CLOSING_STATUS_VALUES)[number];
 
 export const SESSION_TOKEN_TTL_SECONDS = 24 * 3600;
 /** Agent tokens cover one call. */

@@ -1,5 +1,5 @@
 import { HttpError } from '../../http/errors.ts';
-import { TokenVerificationError, type TokenKind } from '../merchant/tokens.ts';
+import { TokenVerificationError, type TokenKind } from '../../auth/tokens.ts';
 import type { AppContext } from '../../context.ts';
 
 /** The KYC endpoints' errors: status false, message, data.reason, with the spec's stable reasons. */

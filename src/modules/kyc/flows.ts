@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Knex } from 'knex';
 import { recordAudit } from '../../audit.ts';
-import type { Actor } from '../../context.ts';
+import type { Actor } from '../../actor.ts';
 import { ARTIFACT_TYPES, isArtifactType } from './constants.ts';
 
 export interface Flow {

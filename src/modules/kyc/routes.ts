@@ -1,14 +1,14 @@
 import type { OpenAPIRegistry } from '@asteasolutions/zod-to-openapi';
 import type Router from '@koa/router';
 import type { AppContext } from '../../context.ts';
-import { requireMerchant } from '../../http/bearer.ts';
+import { requireMerchant } from '../merchant/bearer.ts';
 import { respond } from '../../http/envelope.ts';
 import { readJsonObject } from '../../http/json-body.ts';
 import { envelopeOf, errorResponses, z } from '../../http/openapi.ts';
 import type { RequestState } from '../../http/state.ts';
 import { validateBody } from '../../http/validate.ts';
-import { CLOSING_STATUSES, type ClosingStatus } from './constants.ts';
-import { KycError, verifyKycToken } from './errors.ts';
+import { CLOSING_STATUS_VALUES } from './constants.ts';
+import { verifyKycToken } from './errors.ts';
 import { receiveUpload } from './multipart.ts';
 import { closeSession, createSession } from './sessions.ts';
 import { storeUpload } from './uploads.ts';
@@ -45,6 +45,18 @@ const uploadResponse = z
   .object({ status: z.literal('success'), message: z.string(), path: z.string(), artifact_id: z.string(), artifact_type: z.string() })
   .openapi('UploadResponse');
 
+const endSessionRequest = z
+  .object({
+    token: z.string(),
+    status: z.enum(CLOSING_STATUS_VALUES, { error: `status must be one of ${CLOSING_STATUS_VALUES.join(', ')}.` }),
+    checklist: z
+      .record(z.string().max(128), z.boolean(), { error: 'checklist must map question ids to true or false.' })
+      .refine((value) => Object.keys(value).length <= 200, 'checklist holds at most 200 answers.')
+      .default({}),
+  })
+  .openapi('EndKycSessionRequest');
+const END_SESSION_REASONS = { status: 'status_invalid', checklist: 'checklist_invalid' };
+
 const KYC_ERRORS = {
   400: 'artifact_type_missing, artifact_type_invalid, file_missing, file_empty, multipart_invalid',
   401: 'token_missing, token_invalid, token_expired',
@@ -76,17 +88,11 @@ export function registerKycRoutes(router: Router, app: AppContext, docs: OpenAPI
 
   router.post('/api/document/end-kyc-session/', async (ctx) => {
     const body = await readJsonObject(ctx, app.config.bodyLimitBytes);
+    // The token first: the spec answers a bad token with 401/403 before looking at the rest.
     const { sessionId, claims } = await verifyKycToken(app, 'agent', body.token);
-    const status = body.status;
-    if (typeof status !== 'string' || !(status in CLOSING_STATUSES)) {
-      throw new KycError(400, 'status_invalid', `status must be one of ${Object.keys(CLOSING_STATUSES).join(', ')}.`);
-    }
-    const checklist = body.checklist ?? {};
-    if (typeof checklist !== 'object' || checklist === null || Array.isArray(checklist) || Object.values(checklist).some((value) => typeof value !== 'boolean')) {
-      throw new KycError(400, 'checklist_invalid', 'checklist must map question ids to true or false.');
-    }
+    const { status, checklist } = validateBody(endSessionRequest, body, END_SESSION_REASONS);
     const agent = typeof claims.agent === 'string' ? claims.agent : 'agent';
-    const session = await closeSession(app, sessionId, status as ClosingStatus, checklist as Record<string, boolean>, agent);
+    const session = await closeSession(app, sessionId, status, checklist, agent);
     ctx.body = { status: true, message: `Session ${session.status}.`, session_id: session.id, session_status: session.status };
   });
 
@@ -134,7 +140,7 @@ export function registerKycRoutes(router: Router, app: AppContext, docs: OpenAPI
       body: {
         content: {
           'application/json': {
-            schema: z.object({ token: z.string(), status: z.enum(['completed', 'reported', 'ended']), checklist: z.record(z.string(), z.boolean()).optional() }),
+            schema: endSessionRequest,
           },
         },
       },

@@ -1,7 +1,8 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
 import { recordAudit } from '../../audit.ts';
-import type { Actor, AppContext } from '../../context.ts';
+import type { AppContext } from '../../context.ts';
+import type { Actor } from '../../actor.ts';
 import { BadRequestError } from '../../http/errors.ts';
 import { CLOSING_STATUSES, SESSION_TOKEN_TTL_SECONDS, type ClosingStatus } from './constants.ts';
 import { KycError } from './errors.ts';
@@ -130,6 +131,19 @@ async function openOrRepeat(
   return row as SessionRow;
 }
 
+/**
+ * Moves an artifact type from pending to succeeded (once, however often it succeeds): the one
+ * place the session's progress changes, for uploads that need no verification and for results.
+ */
+export async function markArtifactSucceeded(db: Knex | Knex.Transaction, sessionId: string, artifactType: string): Promise<void> {
+  await db.raw(
+    `update verification_sessions set pending_artifact_types = array_remove(pending_artifact_types, :type),
+       succeeded_artifact_types = case when :type = any(succeeded_artifact_types) then succeeded_artifact_types else array_append(succeeded_artifact_types, :type) end,
+       updated_at = now() where id = :id`,
+    { type: artifactType, id: sessionId },
+  );
+}
+
 export async function findSession(db: Knex | Knex.Transaction, id: string): Promise<SessionRow | undefined> {
   return db('verification_sessions').where({ id }).first();
 }
@@ -152,9 +166,9 @@ export async function closeSession(
     if (session.status !== 'open') return session;
     const [closed] = await trx('verification_sessions')
       .where({ id: sessionId })
-      .update({ status: CLOSING_STATUSES[status], checklist, closed_by: agent, closed_at: trx.fn.now(), updated_at: trx.fn.now() })
+      .update({ status: CLOSING_STATUSES.get(status)!, checklist, closed_by: agent, closed_at: trx.fn.now(), updated_at: trx.fn.now() })
       .returning('*');
-    await recordAudit(trx, { type: 'staff', id: agent }, 'session.close', 'verification_session', sessionId, { status, session_status: CLOSING_STATUSES[status], checklist });
+    await recordAudit(trx, { type: 'staff', id: agent }, 'session.close', 'verification_session', sessionId, { status, session_status: CLOSING_STATUSES.get(status)!, checklist });
     await app.jobs.notifyFlow(trx, sessionId);
     return closed as SessionRow;
   });

@@ -1,20 +1,37 @@
 import { randomUUID } from 'node:crypto';
 import { fileTypeFromBuffer } from 'file-type';
 import type { AppContext } from '../../context.ts';
+import { describeProblem, storableProblem } from '../../validation/storable.ts';
 import { isArtifactType, type ArtifactType } from './constants.ts';
 import { KycError, verifyKycToken } from './errors.ts';
 import { discard, type ReceivedUpload } from './multipart.ts';
-import { findSession } from './sessions.ts';
-
-/** Artifact types verified by the pipeline in this version; their result moves them to succeeded. */
-export const VERIFIED_TYPES: ReadonlySet<ArtifactType> = new Set(['doc_front', 'doc_mrz', 'passport_mrz_page', 'nfc_raw', 'selfie', 'liveness_video', 'recording']);
-/** Artifact types with nothing to verify: uploading one completes it. */
-const STORED_ONLY_TYPES: ReadonlySet<ArtifactType> = new Set(['doc_back', 'snapshot']);
+import { findSession, markArtifactSucceeded } from './sessions.ts';
+import { VERIFIERS } from './verifiers/index.ts';
 
 export interface StoredArtifact {
   artifact_id: string;
   artifact_type: ArtifactType;
   path: string;
+}
+
+/** Artifact types whose verifier takes the upload for a video without looking again. */
+const VIDEO_TYPES: ReadonlySet<ArtifactType> = new Set(['liveness_video', 'recording']);
+
+/**
+ * extra_data as stored: text that is not JSON is kept as null, as before; JSON that PostgreSQL
+ * cannot store (NUL, broken Unicode, nesting over 64) is refused.
+ */
+function parseExtraData(text: string | undefined): unknown {
+  if (!text) return null;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    return null;
+  }
+  const unstorable = storableProblem(parsed);
+  if (unstorable) throw new KycError(400, 'extra_data_invalid', `extra_data cannot be stored: ${describeProblem(unstorable)}`);
+  return parsed;
 }
 
 /**
@@ -29,6 +46,9 @@ async function contentType(artifactType: ArtifactType, head: Buffer): Promise<st
   }
   if (artifactType === 'snapshot' && !detected.mime.startsWith('image/')) {
     throw new KycError(415, 'file_type_not_allowed', 'A snapshot must be an image.');
+  }
+  if (VIDEO_TYPES.has(artifactType) && !detected.mime.startsWith('video/')) {
+    throw new KycError(415, 'file_type_not_allowed', `A ${artifactType} must be a video; the content of this file is ${detected.mime}.`);
   }
   return detected.mime;
 }
@@ -52,14 +72,7 @@ export async function storeUpload(app: AppContext, upload: ReceivedUpload, fixed
     if (file.size === 0) throw new KycError(400, 'file_empty', 'The file is empty.');
     const mime = await contentType(requestedType, file.head);
 
-    let extraData: unknown = null;
-    if (upload.fields.extra_data) {
-      try {
-        extraData = JSON.parse(upload.fields.extra_data);
-      } catch {
-        extraData = null;
-      }
-    }
+    const extraData = parseExtraData(upload.fields.extra_data);
     const key = await app.files.put(file.temporaryPath, file.sha256);
     const artifactId = randomUUID();
     await app.db.transaction(async (trx) => {
@@ -73,15 +86,8 @@ export async function storeUpload(app: AppContext, upload: ReceivedUpload, fixed
         path: key,
         extra_data: extraData === null ? null : JSON.stringify(extraData),
       });
-      if (VERIFIED_TYPES.has(requestedType)) await app.jobs.enqueueVerification(trx, artifactId);
-      if (STORED_ONLY_TYPES.has(requestedType)) {
-        await trx.raw(
-          `update verification_sessions set pending_artifact_types = array_remove(pending_artifact_types, ?),
-             succeeded_artifact_types = case when ? = any(succeeded_artifact_types) then succeeded_artifact_types else array_append(succeeded_artifact_types, ?) end,
-             updated_at = now() where id = ?`,
-          [requestedType, requestedType, requestedType, session.id],
-        );
-      }
+      if (VERIFIERS.has(requestedType)) await app.jobs.enqueueVerification(trx, artifactId);
+      else await markArtifactSucceeded(trx, session.id, requestedType);
     });
     return { artifact_id: artifactId, artifact_type: requestedType, path: key };
   } catch (error) {

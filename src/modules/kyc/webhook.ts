@@ -1,12 +1,5 @@
-import { createHmac } from 'node:crypto';
 import type { AppContext } from '../../context.ts';
-
-/** `X-Warden-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<body>">` with the flow's secret. */
-export function signature(secret: string, timestamp: number, body: string): string {
-  return `t=${timestamp},v1=${createHmac('sha256', secret).update(`${timestamp}.${body}`).digest('hex')}`;
-}
-
-const TIMEOUT_MS = 10_000;
+import { deliverSigned } from '../../webhooks.ts';
 
 /**
  * The notify-flow job: posts the closed session's result to the flow's URL, signed, and logs
@@ -31,23 +24,7 @@ export async function notifyFlow(app: AppContext, sessionId: string, attempt: nu
     mrz_data: session.mrz_data,
     results,
   });
-  const timestamp = Math.floor(Date.now() / 1000);
-  const started = Date.now();
-  let statusCode: number | null = null;
-  let error: string | null = null;
-  try {
-    const response = await fetch(flow.notify_url, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', 'x-warden-signature': signature(flow.notify_secret, timestamp, body) },
-      body,
-      signal: AbortSignal.timeout(TIMEOUT_MS),
-    });
-    statusCode = response.status;
-    await response.arrayBuffer();
-    if (!response.ok) error = `HTTP ${response.status}`;
-  } catch (failure) {
-    error = (failure as Error).message;
-  }
-  await app.db('webhook_deliveries').insert({ session_id: sessionId, url: flow.notify_url, attempt, status_code: statusCode, error, duration_ms: Date.now() - started });
-  if (error) throw new Error(`notification to ${flow.notify_url} failed: ${error}`);
+  const delivery = await deliverSigned(flow.notify_url, flow.notify_secret, body);
+  await app.db('webhook_deliveries').insert({ session_id: sessionId, url: flow.notify_url, attempt, ...delivery });
+  if (delivery.error) throw new Error(`notification to ${flow.notify_url} failed: ${delivery.error}`);
 }

@@ -9,6 +9,8 @@ export class MerchantCredential extends Model {
   secret_hash!: string;
   active!: boolean;
   allowed_ips!: string[];
+  /** Merchant tokens carry the epoch they were issued in; deactivation and rotation move it on. */
+  token_epoch!: number;
   created_by!: string;
   created_at!: Date;
   updated_at!: Date;

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { hash, verify } from '@node-rs/argon2';
 import type { Knex } from 'knex';
 import { recordAudit } from '../../audit.ts';
-import type { Actor } from '../../context.ts';
+import type { Actor } from '../../actor.ts';
 import type { Executor } from '../../db/knex.ts';
 import { ForbiddenError, UnauthorizedError } from '../../http/errors.ts';
 import { IpRangeList, isIpOrCidr } from '../../net/ip-ranges.ts';
@@ -69,25 +69,40 @@ export async function listCredentials(db: Executor): Promise<MerchantCredential[
 async function updateCredential(
   db: Knex,
   apiKey: string,
-  changes: Partial<Pick<MerchantCredential, 'active' | 'allowed_ips'>>,
+  changes: Partial<Pick<MerchantCredential, 'active' | 'allowed_ips' | 'secret_hash'>>,
   actor: Actor,
   action: string,
+  options: { revokeTokens?: boolean; audited?: Record<string, unknown> } = {},
 ): Promise<MerchantCredential> {
   return db.transaction(async (trx) => {
     const [updated] = await MerchantCredential.query(trx)
-      .patch({ ...changes, updated_at: new Date() })
+      .patch({ ...changes, ...(options.revokeTokens ? { token_epoch: trx.raw('token_epoch + 1') as never } : {}), updated_at: new Date() })
       .where({ api_key: apiKey })
       .returning('*');
     if (!updated) throw new CredentialNotFoundError(apiKey);
-    await recordAudit(trx, actor, action, 'merchant_credential', updated.id, changes);
+    await recordAudit(trx, actor, action, 'merchant_credential', updated.id, options.audited ?? changes);
     // Delivered at commit to every node's credential cache.
     await announce(trx, CHANNELS.credentials, updated.id);
     return updated;
   });
 }
 
+/**
+ * Deactivation also ends every token issued so far: reactivating the credential later does not
+ * bring them back; its holder asks for a new one.
+ */
 export function setCredentialActive(db: Knex, apiKey: string, active: boolean, actor: Actor) {
-  return updateCredential(db, apiKey, { active }, actor, active ? 'credential.activate' : 'credential.deactivate');
+  return updateCredential(db, apiKey, { active }, actor, active ? 'credential.activate' : 'credential.deactivate', { revokeTokens: !active });
+}
+
+/** A new secret for the credential, returned once; the old secret and every token issued with it stop working. */
+export async function rotateSecret(db: Knex, apiKey: string, actor: Actor): Promise<{ credential: MerchantCredential; apiSecret: string }> {
+  const apiSecret = randomBytes(32).toString('base64url');
+  const credential = await updateCredential(db, apiKey, { secret_hash: await hash(apiSecret) }, actor, 'credential.rotate', {
+    revokeTokens: true,
+    audited: { secret: 'rotated' },
+  });
+  return { credential, apiSecret };
 }
 
 export function setAllowedIps(db: Knex, apiKey: string, entries: string[], actor: Actor) {

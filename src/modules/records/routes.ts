@@ -1,15 +1,15 @@
 import type { OpenAPIRegistry } from '@asteasolutions/zod-to-openapi';
 import type Router from '@koa/router';
 import type { AppContext } from '../../context.ts';
-import { requireMerchant } from '../../http/bearer.ts';
+import { requireMerchant } from '../merchant/bearer.ts';
 import { respond } from '../../http/envelope.ts';
-import { errorResponses } from '../../http/openapi.ts';
+import { errorResponses, z } from '../../http/openapi.ts';
 import type { RequestState } from '../../http/state.ts';
 import { customerFields } from '../customer/schemas.ts';
 import { upsertCustomers } from '../customer/service.ts';
 import { FINANCIAL, NON_FINANCIAL, upsertTransactions } from '../transaction/service.ts';
 import { MAX_RECORDS_PER_REQUEST, readUpsertBatch } from './batch.ts';
-import { fieldTableSchema, type FieldTable } from './fields.ts';
+import { compileFieldTable, type FieldTable } from './fields.ts';
 
 type Handler = (app: AppContext, records: Record<string, unknown>[], state: RequestState) => Promise<unknown[]>;
 
@@ -46,7 +46,7 @@ export function registerUpsertRoutes(router: Router, app: AppContext, docs: Open
       respond(ctx, `Processed ${records.length} ${endpoint.label} record(s).`, { results });
     });
 
-    const recordSchema = fieldTableSchema(endpoint.fields);
+    const recordSchema = compileFieldTable(endpoint.fields).schema;
     docs.registerPath({
       method: 'post',
       path: endpoint.path,
@@ -56,7 +56,7 @@ export function registerUpsertRoutes(router: Router, app: AppContext, docs: Open
         body: {
           content: {
             'application/json': {
-              schema: { oneOf: [recordSchema, { type: 'array', items: recordSchema, minItems: 1, maxItems: MAX_RECORDS_PER_REQUEST }] } as never,
+              schema: z.union([recordSchema, z.array(recordSchema).min(1).max(MAX_RECORDS_PER_REQUEST)]),
             },
           },
         },

@@ -1,4 +1,11 @@
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
 import type { Knex } from 'knex';
+import { from as copyFrom } from 'pg-copy-streams';
+import { setImmediate as nextTurn } from 'node:timers/promises';
+import { onConnection } from '../../db/knex.ts';
+import type { ExecutionLogEntry } from '../rules/engine.ts';
+import type { BatchTrace } from './batch.ts';
 import type { FieldTable, FieldType } from './fields.ts';
 
 export type ColumnTypes = Record<string, string>;
@@ -30,29 +37,30 @@ function identifier(name: string): string {
   return `"${name}"`;
 }
 
+interface PreparedUpsert {
+  name: string;
+  /** The upsert alone, returning each row's id and whether it was inserted. */
+  records: string;
+  /** The upsert with the execution logs joined in as a second CTE. */
+  withLogs: string;
+}
+
+const preparedUpserts = new Map<string, PreparedUpsert>();
+
+const LOG_COLUMNS = 'id, target, record_ref, score, decision, matched_rules, rule_versions, rule_errors, data_context, duration_us, actor';
+const LOG_RECORDSET =
+  'id uuid, target text, record_ref text, score numeric, decision text, matched_rules json, rule_versions json, rule_errors json, data_context json, duration_us integer, actor text';
+const LOG_COPY = `copy execution_logs (${LOG_COLUMNS}, record_id) from stdin`;
+
 /**
- * The records of a batch and their execution logs in ONE statement: the upsert is a
- * data-modifying CTE, and the logs join it on log_id to learn each record's stored id. One
- * statement is atomic by itself, so the batch needs no BEGIN/COMMIT round trips: either every
- * row of both tables is written or none is. Rows must carry `log_id`; logs carry `id` = that
- * log_id and every log column but `record_id`. Rows are written in key order, so concurrent
- * batches sharing keys lock them in the same order and cannot deadlock; results come back in
- * the order given.
+ * The statements of upsertRowsWithLogs for one table shape. Their text depends only on the table
+ * and its columns, so they are named prepared statements: each connection plans them once, not
+ * per batch (planning was 1-3 ms of a one-record request).
  */
-export async function upsertRowsWithLogs(
-  db: Knex,
-  table: string,
-  conflictColumn: string,
-  columns: ColumnTypes,
-  rows: Record<string, unknown>[],
-  logColumns: ColumnTypes,
-  logs: Record<string, unknown>[],
-  keep: string[] = ['id', 'created_by'],
-): Promise<Array<{ id: string; inserted: boolean }>> {
-  if (rows.length === 0) return [];
-  // Rows without a conflict key (non-financial events sent without a ref) are always new: known by the id made for them.
-  const keyOf = (row: Record<string, unknown>) => String(row[conflictColumn] ?? row.id);
-  const inKeyOrder = [...rows].sort((a, b) => (keyOf(a) < keyOf(b) ? -1 : keyOf(a) > keyOf(b) ? 1 : 0));
+function upsertStatements(table: string, conflictColumn: string, columns: ColumnTypes, keep: string[]): PreparedUpsert {
+  const key = JSON.stringify([table, conflictColumn, columns, keep]);
+  const known = preparedUpserts.get(key);
+  if (known) return known;
   const names = Object.keys(columns);
   const recordset = names.map((name) => `${identifier(name)} ${columns[name]}`).join(', ');
   const list = names.map(identifier).join(', ');
@@ -61,28 +69,168 @@ export async function upsertRowsWithLogs(
     .map((name) => `${identifier(name)} = excluded.${identifier(name)}`)
     .concat(['"updated_at" = now()'])
     .join(', ');
-  const logNames = Object.keys(logColumns).filter((name) => name !== 'record_id');
-  const logRecordset = logNames.map((name) => `${identifier(name)} ${logColumns[name]}`).join(', ');
-  const logList = logNames.map(identifier).join(', ');
-  const result = await db.raw(
-    `with upserted as (
-       insert into ${identifier(table)} (${list}) select ${list} from jsonb_to_recordset(?::jsonb) as r(${recordset})
+  // json, not jsonb, for the parameters: jsonb would parse every document of the batch into its
+  // binary form first; json_to_recordset parses only the columns typed jsonb in the table.
+  const upsert = `insert into ${identifier(table)} (${list}) select ${list} from json_to_recordset($1::json) as r(${recordset})
        on conflict (${identifier(conflictColumn)}) do update set ${updates}
-       returning id, log_id, coalesce(${identifier(conflictColumn)}::text, id::text) as key, (xmax = 0) as inserted
-     ), logged as (
-       insert into execution_logs (${logList}, record_id)
-       select ${logNames.map((name) => `l.${identifier(name)}`).join(', ')}, u.id
-       from jsonb_to_recordset(?::jsonb) as l(${logRecordset}) join upserted u on u.log_id = l.id
+       returning id, log_id, coalesce(${identifier(conflictColumn)}::text, id::text) as key, (xmax = 0) as inserted`;
+  const prepared = {
+    name: `warden_upsert_${preparedUpserts.size}_${table}`,
+    records: upsert,
+    withLogs: `with upserted as (${upsert}), logged as (
+       insert into execution_logs (${LOG_COLUMNS}, record_id) select l.*, u.id
+       from json_to_recordset($2::json) as l(${LOG_RECORDSET}) join upserted u on u.log_id = l.id
      )
-     select id, key, inserted from upserted`,
-    [JSON.stringify(inKeyOrder), JSON.stringify(logs)],
+     select id, log_id, key, inserted from upserted`,
+  };
+  preparedUpserts.set(key, prepared);
+  return prepared;
+}
+
+/** Above this many logs they go by COPY: json_to_recordset took three times as long as COPY's own parsing of 1000 logs. */
+export const COPY_FROM_LOGS = 32;
+
+/**
+ * Rows per upsert statement of a large batch. The statements go out one after the other on the
+ * batch's connection, so PostgreSQL writes the first chunk while the next is serialised and the
+ * logs are built.
+ */
+export const ROWS_PER_STATEMENT = 250;
+
+/** Execution logs built between two turns of the event loop, so a large batch never holds the thread for long. */
+const LOGS_PER_TURN = 100;
+
+/** The execution logs of a batch, built on demand: `build(start, end)` makes entries start..end-1 of `count`. */
+export interface LogSource {
+  count: number;
+  build(start: number, end: number): ExecutionLogEntry[];
+}
+
+function logJson(log: ExecutionLogEntry): string {
+  return (
+    `{"id":"${log.id}","target":"${log.target}","record_ref":${JSON.stringify(log.recordRef)},"score":${log.score},"decision":"${log.decision}",` +
+    `"matched_rules":${log.matchedRules},"rule_versions":${log.ruleVersions},"rule_errors":${log.ruleErrors},"data_context":${log.dataContext},` +
+    `"duration_us":${log.durationUs},"actor":${JSON.stringify(log.actor)}}`
   );
+}
+
+const COPY_ESCAPES: Record<string, string> = { '\\': '\\\\', '\t': '\\t', '\n': '\\n', '\r': '\\r' };
+
+/** A value in COPY's text format: backslash, tab, newline and carriage return escaped. */
+function copyText(value: string): string {
+  return /[\\\t\n\r]/.test(value) ? value.replace(/[\\\t\n\r]/g, (character) => COPY_ESCAPES[character]!) : value;
+}
+
+/** A log's COPY line up to its record id, which is known once the records are written. */
+class LogLines {
+  // Every log of a batch shares its rule-version map (per target and event): escaped once.
+  private versions = '';
+  private escapedVersions = '';
+
+  head(log: ExecutionLogEntry): string {
+    if (log.ruleVersions !== this.versions) {
+      this.versions = log.ruleVersions;
+      this.escapedVersions = copyText(log.ruleVersions);
+    }
+    return (
+      `${log.id}\t${log.target}\t${log.recordRef === null ? '\\N' : copyText(log.recordRef)}\t${log.score}\t${log.decision}\t` +
+      `${copyText(log.matchedRules)}\t${this.escapedVersions}\t${copyText(log.ruleErrors)}\t${copyText(log.dataContext)}\t` +
+      `${log.durationUs}\t${copyText(log.actor)}\t`
+    );
+  }
+}
+
+type Stored = { id: string; log_id: string | null; key: string; inserted: boolean };
+
+/**
+ * The records of a batch and their execution logs, atomically. Up to COPY_FROM_LOGS logs, in ONE
+ * statement: the upsert is a data-modifying CTE and the logs join it on log_id to learn each
+ * record's stored id; one statement is atomic by itself, so no BEGIN/COMMIT round trips. Larger
+ * batches upsert the records in chunks of ROWS_PER_STATEMENT, build the logs meanwhile (in
+ * slices, giving the event loop a turn between them), then COPY the logs with the ids that came
+ * back, all in one transaction (the caller's when `db` is one: further set-based inserts of the
+ * batch, such as its alerts, go in the same transaction). Rows must carry `log_id`; each log's id
+ * is its row's log_id. Rows are written in key order, so concurrent batches sharing keys lock them
+ * in the same order and cannot deadlock; results come back in the order given.
+ */
+export async function upsertRowsWithLogs(
+  db: Knex,
+  table: string,
+  conflictColumn: string,
+  columns: ColumnTypes,
+  rows: Record<string, unknown>[],
+  logs: LogSource,
+  trace?: BatchTrace,
+  keep: string[] = ['id', 'created_by'],
+): Promise<Array<{ id: string; inserted: boolean }>> {
+  if (rows.length === 0) return [];
+  // Rows without a conflict key (non-financial events sent without a ref) are always new: known by the id made for them.
+  const keyOf = (row: Record<string, unknown>) => String(row[conflictColumn] ?? row.id);
+  const keys = rows.map(keyOf);
+  const order = rows.map((_, position) => position).sort((a, b) => (keys[a]! < keys[b]! ? -1 : keys[a]! > keys[b]! ? 1 : 0));
+  const statements = upsertStatements(table, conflictColumn, columns, keep);
+  const rowsJson = (start: number, end: number) => JSON.stringify(order.slice(start, end).map((position) => rows[position]));
+
+  // knex has no named statements or COPY: both run on its connection (the transaction's, inside one).
+  let stored: Stored[];
+  if (logs.count <= COPY_FROM_LOGS) {
+    stored = await onConnection(db, async (connection) => {
+      const values = [rowsJson(0, rows.length), `[${logs.build(0, logs.count).map(logJson).join(',')}]`];
+      const result = (await connection.query({ name: `${statements.name}_logged`, text: statements.withLogs, values } as never)) as { rows: Stored[] };
+      return result.rows;
+    });
+    if (trace) trace.roundTrips += 1;
+    trace?.mark('write: records and logs in one statement');
+  } else {
+    const write = (trx: Knex) =>
+      onConnection(trx, async (connection) => {
+        // Each chunk is serialised while PostgreSQL writes the one before it.
+        const upserting = (async () => {
+          const stored: Stored[] = [];
+          let next = rowsJson(0, ROWS_PER_STATEMENT);
+          for (let start = 0; start < rows.length; start += ROWS_PER_STATEMENT) {
+            const pending = connection.query({ name: statements.name, text: statements.records, values: [next] } as never) as Promise<{ rows: Stored[] }>;
+            if (start + ROWS_PER_STATEMENT < rows.length) next = rowsJson(start + ROWS_PER_STATEMENT, start + 2 * ROWS_PER_STATEMENT);
+            stored.push(...(await pending).rows);
+          }
+          return stored;
+        })();
+        // Awaited below, after the logs are built; until then a failure must not count as unhandled.
+        upserting.catch(() => {});
+        trace?.mark('write: BEGIN, first chunk serialised and sent');
+        const lines = new LogLines();
+        const heads = new Array<string>(logs.count);
+        const logIds = new Array<string>(logs.count);
+        for (let start = 0; start < logs.count; start += LOGS_PER_TURN) {
+          await nextTurn();
+          logs.build(start, Math.min(logs.count, start + LOGS_PER_TURN)).forEach((log, offset) => {
+            heads[start + offset] = lines.head(log);
+            logIds[start + offset] = log.id;
+          });
+        }
+        trace?.mark('write: logs built while the records are written');
+        const results = await upserting;
+        trace?.mark('write: records upserted (rest of the wait)');
+        const recordIds = new Map<string, string>();
+        for (const row of results) if (row.log_id) recordIds.set(row.log_id, row.id);
+        const chunks: string[] = [];
+        for (let start = 0; start < heads.length; start += LOGS_PER_TURN) {
+          let chunk = '';
+          for (let index = start; index < Math.min(heads.length, start + LOGS_PER_TURN); index++) chunk += `${heads[index]}${recordIds.get(logIds[index]!)!}\n`;
+          chunks.push(chunk);
+        }
+        await pipeline(Readable.from(chunks), connection.query(copyFrom(LOG_COPY) as never) as NodeJS.WritableStream);
+        trace?.mark('write: COPY of the logs');
+        if (trace) trace.roundTrips += Math.ceil(rows.length / ROWS_PER_STATEMENT) + 1;
+        return results;
+      });
+    stored = await (db.isTransaction ? write(db) : db.transaction(write));
+  }
   const byKey = new Map<string, { id: string; inserted: boolean }>();
-  for (const row of result.rows as Array<{ id: string; key: string; inserted: boolean }>) byKey.set(row.key, { id: row.id, inserted: row.inserted });
-  return rows.map((row) => {
-    const key = keyOf(row);
-    const stored = byKey.get(key);
-    if (!stored) throw new Error(`upsert into ${table} returned no row for ${key}`);
-    return stored;
+  for (const row of stored) byKey.set(row.key, { id: row.id, inserted: row.inserted });
+  return keys.map((key) => {
+    const found = byKey.get(key);
+    if (!found) throw new Error(`upsert into ${table} returned no row for ${key}`);
+    return found;
   });
 }

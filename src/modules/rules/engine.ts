@@ -1,70 +1,93 @@
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import type { AppContext } from '../../context.ts';
-import { chunk } from '../../pools.ts';
-import { evaluateTask, type EvaluateOutput } from '../../../workers/light.ts';
-import type { EvaluationInput } from './definitions.ts';
+import { compileRuleSet, type CompiledRuleSet } from './compiler.ts';
+import type { EvaluationInput, RuleDefinition } from './definitions.ts';
+import { evaluateRecords, type EvaluationResult } from './evaluate.ts';
+
+export type Evaluation = EvaluationResult;
 
 /**
- * Below this many records a batch is scored on the calling thread: a pool round trip (about
- * 0.7-1.7 ms measured) costs more than evaluating a few records with 30 rules (about 0.25 ms).
+ * The rule cache hands out the same array until the rules change (a NOTIFY drops it), so the
+ * compiled set lives exactly as long as the rules it was compiled from: never a stale rule.
  */
-const INLINE_EVALUATION_LIMIT = 16;
-
-export type Evaluation = EvaluateOutput[number];
+const compiledSets = new WeakMap<readonly RuleDefinition[], CompiledRuleSet>();
 
 /**
- * Scores records with the active rules in the light pool: one task per chunk, never one per
- * record (small batches inline, see INLINE_EVALUATION_LIMIT). Workers cache compiled rules by code and version, so sending the definitions along is
- * cheap and a changed rule is picked up by the next batch.
+ * Records scored between two turns of the event loop. Thirty rules take about 6 ms per 1000
+ * records, so a turn stays around a millisecond and a 1000-record batch never holds the thread
+ * long enough to delay other requests (bench/RESULTS.md measures /healthz during a batch).
  */
-export async function evaluateInPool(app: AppContext, inputs: EvaluationInput[]): Promise<Evaluation[]> {
+const RECORDS_PER_TURN = 200;
+
+/**
+ * Scores records with the active rules on the calling thread. Measured (bench/RESULTS.md): the
+ * rules themselves cost microseconds per record, while copying records to a worker and the
+ * results back cost ten times the evaluation, so the pool would only add work.
+ */
+export async function scoreRecords(app: AppContext, inputs: EvaluationInput[]): Promise<Evaluation[]> {
   if (inputs.length === 0) return [];
   const rules = await app.rules.active();
-  const task = { type: 'evaluate', rules, inputs, thresholds: app.config.thresholds } as const;
-  if (inputs.length < INLINE_EVALUATION_LIMIT) return evaluateTask(task);
-  const chunks = chunk(inputs, app.config.lightWorkers);
-  const outputs = await Promise.all(
-    chunks.map((part) => app.pools.light.run({ type: 'evaluate', rules, inputs: part, thresholds: app.config.thresholds }) as Promise<EvaluateOutput>),
-  );
-  return outputs.flat();
+  let compiled = compiledSets.get(rules);
+  if (!compiled) {
+    compiled = compileRuleSet(rules);
+    compiledSets.set(rules, compiled);
+  }
+  if (inputs.length <= RECORDS_PER_TURN) return evaluateRecords(compiled, inputs, app.config.thresholds);
+  const results: Evaluation[] = [];
+  for (let start = 0; start < inputs.length; start += RECORDS_PER_TURN) {
+    if (start > 0) await nextTurn();
+    results.push(...evaluateRecords(compiled, inputs.slice(start, start + RECORDS_PER_TURN), app.config.thresholds));
+  }
+  return results;
 }
 
 /**
- * The execution-log row of one evaluated record. Its id is made here and stored on the record as
- * log_id; the record's own id is joined in when both are written (upsertRowsWithLogs).
+ * One execution-log row, its JSON columns already serialised. The record's id is not known until
+ * the record is written (an update keeps the stored id), so the writer joins it in.
  */
-export function executionLogRow(
-  id: string,
-  target: EvaluationInput['target'],
-  recordRef: string | null,
-  evaluation: Evaluation,
-  actor: string,
-): Record<string, unknown> {
-  return {
-    id,
-    target,
-    record_ref: recordRef,
-    score: evaluation.score,
-    decision: evaluation.decision,
-    matched_rules: evaluation.matched,
-    rule_versions: evaluation.rule_versions,
-    rule_errors: evaluation.errors,
-    data_context: evaluation.context,
-    duration_us: evaluation.duration_us,
-    actor,
-  };
+export interface ExecutionLogEntry {
+  id: string;
+  target: EvaluationInput['target'];
+  recordRef: string | null;
+  score: number;
+  decision: string;
+  matchedRules: string;
+  ruleVersions: string;
+  ruleErrors: string;
+  dataContext: string;
+  durationUs: number;
+  actor: string;
 }
 
-export const EXECUTION_LOG_COLUMNS = {
-  id: 'uuid',
-  target: 'text',
-  record_id: 'uuid',
-  record_ref: 'text',
-  score: 'numeric',
-  decision: 'text',
-  matched_rules: 'jsonb',
-  rule_versions: 'jsonb',
-  rule_errors: 'jsonb',
-  data_context: 'jsonb',
-  duration_us: 'integer',
-  actor: 'text',
-};
+/**
+ * Builds execution-log entries. What a batch shares is serialised once: the rule-version map of
+ * each rule selection and (through the context writer) the flattened customer and event of every
+ * record that shares them.
+ */
+export class ExecutionLogWriter {
+  private readonly versions = new WeakMap<object, string>();
+
+  constructor(
+    private readonly target: EvaluationInput['target'],
+    private readonly actor: string,
+    private readonly context: (input: EvaluationInput) => string,
+  ) {}
+
+  entry(id: string, recordRef: string | null, evaluation: Evaluation, input: EvaluationInput): ExecutionLogEntry {
+    let versions = this.versions.get(evaluation.rule_versions);
+    if (versions === undefined) this.versions.set(evaluation.rule_versions, (versions = JSON.stringify(evaluation.rule_versions)));
+    return {
+      id,
+      target: this.target,
+      recordRef,
+      score: evaluation.score,
+      decision: evaluation.decision,
+      matchedRules: JSON.stringify(evaluation.matched),
+      ruleVersions: versions,
+      ruleErrors: JSON.stringify(evaluation.errors),
+      dataContext: this.context(input),
+      durationUs: evaluation.duration_us,
+      actor: this.actor,
+    };
+  }
+}

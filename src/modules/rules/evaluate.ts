@@ -103,6 +103,41 @@ export function buildDecisionContext(input: EvaluationInput): DecisionContext {
 }
 
 /**
+ * The JSON text of buildDecisionContext(input), with the flattened customer and event written
+ * once per object: the records of one customer in a batch share their customer object, so its
+ * flattening and serialisation are paid once, not per record.
+ */
+export class DecisionContextWriter {
+  private readonly parts = new WeakMap<object, string>();
+
+  json(input: EvaluationInput): string {
+    const transaction = input.target === 'customer' ? '{}' : flatJson(input.record);
+    return `{"transaction":${transaction},"customer":${this.shared(input.customer)},"aggregates":${flatJson(input.aggregates)},"event":${this.shared(input.event)}}`;
+  }
+
+  private shared(source: object | null): string {
+    if (!source) return '{}';
+    let json = this.parts.get(source);
+    if (json === undefined) this.parts.set(source, (json = flatJson(source)));
+    return json;
+  }
+}
+
+/**
+ * JSON.stringify(flatten(source)), without building the flat copy when `source` is flat already
+ * (the aggregates always are): for strings, numbers, booleans and null JSON.stringify writes what
+ * flatten keeps (a non-finite number as null, undefined left out), in the same key order.
+ */
+function flatJson(source: object): string {
+  for (const key in source) {
+    const value = (source as Record<string, unknown>)[key];
+    // flatten assigns keys, and assigning "__proto__" drops it: left to flatten, to keep its output exactly.
+    if ((value !== null && typeof value === 'object') || typeof value === 'bigint' || key === '__proto__') return JSON.stringify(flatten(source));
+  }
+  return JSON.stringify(source);
+}
+
+/**
  * Nested objects and arrays become dotted keys (`geo.lat`, `sanction_topic.0`); an empty object or
  * array keeps its key with null. An explicit stack, because records carry free-form metadata whose
  * nesting depth the merchant chooses.

@@ -1,14 +1,13 @@
-import { randomUUID } from 'node:crypto';
-import type { AppContext, Actor } from '../../context.ts';
-import { retryOnConflict } from '../../db/knex.ts';
+import type { AppContext } from '../../context.ts';
+import type { Actor } from '../../actor.ts';
 import { EVENT_TYPES, type EventType } from '../events/service.ts';
-import { lastOccurrence, reportRepeatedRefs } from '../records/batch.ts';
-import { validateRecord, type FieldTable } from '../records/fields.ts';
-import { numericOrNull, SKIPPED_DECISION, SKIPPED_SCORE, withoutNulls, type Action } from '../records/results.ts';
-import { columnsOf, upsertRowsWithLogs } from '../records/sql.ts';
+import { runBatch, skippedResult, type BatchPlan, type BatchTrace, type ValidRecord } from '../records/batch.ts';
+import type { FieldTable } from '../records/fields.ts';
+import { numericOrNull, withoutNulls, type Action } from '../records/results.ts';
+import { columnsOf } from '../records/sql.ts';
+import { isStorableText } from '../../validation/storable.ts';
 import type { EvaluationInput } from '../rules/definitions.ts';
-import { EXECUTION_LOG_COLUMNS, evaluateInPool, executionLogRow, type Evaluation } from '../rules/engine.ts';
-import { computeAggregates, type AggregateItem } from './aggregates.ts';
+import { aggregatesOf, historyAround, historyRanges, readCustomers, type AggregateItem, type CustomerHistory, type CustomerRead } from './aggregates.ts';
 import { customerFields } from '../customer/schemas.ts';
 import { financialFields, nonFinancialFields } from './schemas.ts';
 
@@ -48,13 +47,7 @@ export interface TransactionResult {
 /** Rule engine not run for records whose event_date is older than this (rule_check false). */
 const RULE_CHECK_WINDOW_MS = 24 * 3_600_000;
 
-interface Accepted {
-  index: number;
-  ref: string | null;
-  values: Record<string, unknown>;
-  extras: Record<string, unknown>;
-  raw: Record<string, unknown>;
-  warnings: string[];
+interface Accepted extends ValidRecord {
   customer: Record<string, unknown>;
   event: { slug: string; name: string; type: number };
   eventDate: number;
@@ -74,20 +67,6 @@ const STORAGE_COLUMNS = {
   updated_by: 'text',
 };
 
-function skipped(ref: unknown, warnings: string[], error: string): TransactionResult {
-  return {
-    transaction_ref: typeof ref === 'string' ? ref : ref === undefined || ref === null ? null : String(ref),
-    id: null,
-    action: 'skipped',
-    score: SKIPPED_SCORE,
-    decision: SKIPPED_DECISION,
-    rule_check: false,
-    log_id: null,
-    warnings,
-    error,
-  };
-}
-
 /** The country of a transaction for distinct-country aggregates: from geo, as sent. */
 function geoCountry(geo: unknown): string | null {
   if (!geo || typeof geo !== 'object') return null;
@@ -100,6 +79,166 @@ function eventTypeLabel(type: number): string {
 }
 
 /**
+ * A ref as validation will read it, when it can be valid: text trimmed, a number as its text. Text
+ * PostgreSQL cannot take (NUL) fails validation anyway and must not reach the prefetch's query.
+ */
+function sentText(value: unknown): string | null {
+  if (typeof value === 'string') return isStorableText(value) ? value.trim() : null;
+  return typeof value === 'number' && Number.isFinite(value) ? String(value) : null;
+}
+
+/** The customer columns a batch reads: what rules see, and the id the records point to. */
+const CUSTOMER_COLUMNS = [...new Set(['id', 'customer_ref', 'raw', ...customerFields.map((spec) => spec.name), 'score', 'decision', 'sanction_score', 'sanction_topic', 'ip_address_score', 'email_risk_score'])];
+
+function transactionPlan(app: AppContext, kind: TransactionKind, now: number): BatchPlan<Accepted, TransactionResult> {
+  // The batch's customers and their stored history, read while the records are validated.
+  let prefetched: ReturnType<typeof readCustomers> = Promise.resolve([]);
+  const histories = new Map<string, CustomerHistory>();
+  return {
+    fields: kind.fields,
+    refField: 'transaction_ref',
+    table: kind.table,
+    columns: { ...columnsOf(kind.fields), ...STORAGE_COLUMNS },
+    target: kind.target,
+    skipped: (ref, warnings, error) => skippedResult('transaction_ref', ref, { rule_check: false, log_id: null }, warnings, error),
+
+    prefetch(inputs, trace) {
+      // From the records as sent: a valid record's refs are these texts (trimmed, numbers as text),
+      // so the reads below cover every valid record (ruleInputs reads again what they do not).
+      const reads = new Map<string, CustomerRead>();
+      const refs = new Set<string>();
+      for (const input of inputs) {
+        const customerRef = sentText(input.customer_ref);
+        if (customerRef === null) continue;
+        let read = reads.get(customerRef);
+        if (!read) reads.set(customerRef, (read = { key: customerRef, lo: null, hi: null }));
+        const around = typeof input.event_date === 'string' ? historyAround(Date.parse(input.event_date.trim())) : null;
+        if (around) {
+          read.lo = read.lo === null ? around.lo : Math.min(read.lo, around.lo);
+          read.hi = read.hi === null ? around.hi : Math.max(read.hi, around.hi);
+        }
+        const ref = kind.target === 'financial' ? sentText(input.transaction_ref) : null;
+        if (ref) refs.add(ref);
+      }
+      prefetched = readCustomers(app.db, 'customer_ref', [...reads.values()], [...refs], CUSTOMER_COLUMNS);
+      // Awaited by accept; a failure must not count as unhandled meanwhile.
+      prefetched.catch(() => {});
+      if (trace) trace.roundTrips += 1;
+    },
+
+    async accept(valid, trace) {
+      const [read, events] = await Promise.all([prefetched, app.events.all()]);
+      trace?.mark('customers and history (read while validating: the rest of the wait)');
+      const customers = new Map<string, Record<string, unknown>>();
+      for (const { customer, history } of read) {
+        customers.set(customer.customer_ref as string, customer);
+        if (history) histories.set(customer.id as string, history);
+      }
+      const acceptedTypes = kind.acceptedTypes.map(eventTypeLabel).join(' or ');
+      // One event object per slug: the records of an event share it, and its decision context is serialised once.
+      const eventViews = new Map<string, Accepted['event']>();
+      return valid.map((record): Accepted | string => {
+        const { values, warnings } = record;
+        const customer = customers.get(values.customer_ref as string);
+        if (!customer) return `Customer ${values.customer_ref} does not exist; send it to /api/customer/upsert/ first.`;
+        const slug = values.event_slug as string;
+        const event = events.get(slug);
+        if (!event) return `Event ${slug} is not defined.`;
+        if (!event.active) return `Event ${slug} is not active.`;
+        if (!kind.acceptedTypes.includes(event.type)) {
+          return `Event ${slug} is of type ${eventTypeLabel(event.type)}; this endpoint accepts type ${acceptedTypes}.`;
+        }
+        if (kind.target === 'non_financial' && values.transaction_ref === null) {
+          warnings.push('transaction_ref: not given; the record cannot be deduplicated and is stored as a new event.');
+        }
+        let eventView = eventViews.get(slug);
+        if (!eventView) eventViews.set(slug, (eventView = { slug: event.slug, name: event.name, type: event.type }));
+        const eventDate = Date.parse(values.event_date as string);
+        return Object.assign(record, { customer, event: eventView, eventDate, ruleCheck: eventDate >= now - RULE_CHECK_WINDOW_MS });
+      });
+    },
+
+    async ruleInputs(stored, trace) {
+      const aggregateItems: AggregateItem[] = stored.map((item) => ({
+        index: item.index,
+        customerId: item.customer.id as string,
+        eventDate: item.eventDate,
+        wanted: item.ruleCheck,
+        contribution:
+          kind.target === 'financial'
+            ? {
+                amount: Number(item.values.amount),
+                ioType: item.values.io_type as number,
+                deviceId: item.values.device_id as string | null,
+                ip: item.values.ip_address as string | null,
+                country: geoCountry(item.values.geo),
+              }
+            : null,
+      }));
+      const batchRefs = new Set(kind.target === 'financial' ? stored.flatMap((item) => (item.ref ? [item.ref] : [])) : []);
+      // A customer whose history read before validation does not cover what its valid records need is read again, exactly.
+      const missing: CustomerRead[] = [];
+      for (const [customerId, range] of historyRanges(aggregateItems)) {
+        const history = histories.get(customerId);
+        if (!history || history.lo > range.lo || history.hi < range.hi) missing.push({ key: customerId, ...range });
+      }
+      if (missing.length) {
+        for (const { customer, history } of await readCustomers(app.db, 'id', missing, [...batchRefs], ['id'])) histories.set(customer.id as string, history!);
+        if (trace) trace.roundTrips += 1;
+      }
+      const aggregates = aggregatesOf(aggregateItems, batchRefs, histories);
+      trace?.mark('aggregates');
+      // Records of one customer share one customer view: built once, and its decision context serialised once.
+      const customerViews = new Map<Record<string, unknown>, Record<string, unknown>>();
+      const inputs = stored.map((item): EvaluationInput | null => {
+        if (!item.ruleCheck) return null;
+        let customer = customerViews.get(item.customer);
+        if (!customer) customerViews.set(item.customer, (customer = customerForRules(item.customer)));
+        return { target: kind.target, record: ruleRecord(kind, item), customer, event: item.event, aggregates: aggregates.get(item.index)! };
+      });
+      trace?.mark('rule inputs');
+      return inputs;
+    },
+
+    row: (item, evaluation) =>
+      Object.assign(item.values, {
+        customer_id: item.customer.id,
+        country: geoCountry(item.values.geo),
+        raw: item.raw,
+        score: evaluation?.score ?? null,
+        decision: evaluation?.decision ?? null,
+        rule_check: item.ruleCheck,
+      }),
+
+    result: (item, stored, row, evaluation) => ({
+      transaction_ref: item.ref,
+      id: stored.id,
+      action: stored.inserted ? 'created' : 'updated',
+      score: evaluation?.score ?? null,
+      decision: evaluation?.decision ?? null,
+      rule_check: item.ruleCheck,
+      log_id: row.log_id as string | null,
+      warnings: item.warnings,
+    }),
+  };
+}
+
+/**
+ * The record as rules see it: its extras, then its fields (amounts as numbers), without nulls;
+ * what `withoutNulls({ ...extras, ...values, amount, fee_amount })` gives, in one pass.
+ */
+function ruleRecord(kind: TransactionKind, item: Accepted): Record<string, unknown> {
+  // Spread, not assigned: an extra named "__proto__" must stay a plain key.
+  const record: Record<string, unknown> = withoutNulls({ ...item.extras });
+  const financial = kind.target === 'financial';
+  for (const name in item.values) {
+    const value = financial && name === 'amount' ? Number(item.values.amount) : financial && name === 'fee_amount' ? numericOrNull(item.values.fee_amount) : item.values[name];
+    if (value !== null && value !== undefined) record[name] = value;
+  }
+  return record;
+}
+
+/**
  * Validates, scores and stores a batch of financial or non-financial records. Record-level
  * problems skip only that record; the writes of the whole batch are one transaction.
  */
@@ -109,139 +248,9 @@ export async function upsertTransactions(
   inputs: Record<string, unknown>[],
   actor: Actor,
   now = Date.now(),
+  trace?: BatchTrace,
 ): Promise<TransactionResult[]> {
-  const results = new Array<TransactionResult>(inputs.length);
-  const validated = inputs.map((input) => validateRecord(kind.fields, input));
-
-  const customerRefs = [...new Set(validated.flatMap((record) => (record.ok ? [record.values.customer_ref as string] : [])))];
-  const [customerRows, events] = await Promise.all([
-    customerRefs.length ? app.db('customers').select('*').whereIn('customer_ref', customerRefs) : [],
-    app.events.all(),
-  ]);
-  const customers = new Map<string, Record<string, unknown>>(customerRows.map((row: Record<string, unknown>) => [row.customer_ref as string, row]));
-
-  const accepted: Accepted[] = [];
-  validated.forEach((record, index) => {
-    const input = inputs[index]!;
-    if (!record.ok) {
-      results[index] = skipped(input.transaction_ref, [], record.error);
-      return;
-    }
-    const { values, extras, warnings } = record;
-    const customer = customers.get(values.customer_ref as string);
-    if (!customer) {
-      results[index] = skipped(values.transaction_ref, warnings, `Customer ${values.customer_ref} does not exist; send it to /api/customer/upsert/ first.`);
-      return;
-    }
-    const slug = values.event_slug as string;
-    const event = events.get(slug);
-    const accepted_types = kind.acceptedTypes.map(eventTypeLabel).join(' or ');
-    let eventError: string | null = null;
-    if (!event) eventError = `Event ${slug} is not defined.`;
-    else if (!event.active) eventError = `Event ${slug} is not active.`;
-    else if (!kind.acceptedTypes.includes(event.type)) {
-      eventError = `Event ${slug} is of type ${eventTypeLabel(event.type)}; this endpoint accepts type ${accepted_types}.`;
-    }
-    if (eventError || !event) {
-      results[index] = skipped(values.transaction_ref, warnings, eventError!);
-      return;
-    }
-    if (kind.target === 'non_financial' && values.transaction_ref === null) {
-      warnings.push('transaction_ref: not given; the record cannot be deduplicated and is stored as a new event.');
-    }
-    const eventDate = Date.parse(values.event_date as string);
-    accepted.push({
-      index,
-      ref: values.transaction_ref as string | null,
-      values,
-      extras,
-      raw: input,
-      warnings,
-      customer,
-      event: { slug: event.slug, name: event.name, type: event.type },
-      eventDate,
-      ruleCheck: eventDate >= now - RULE_CHECK_WINDOW_MS,
-    });
-  });
-
-  // A ref repeated within the batch: the last occurrence is the one stored and scored.
-  const lastIndex = lastOccurrence(accepted);
-  const stored = accepted.filter((item) => item.ref === null || lastIndex.get(item.ref) === item.index);
-
-  const aggregateItems: AggregateItem[] = stored.map((item) => ({
-    index: item.index,
-    customerId: item.customer.id as string,
-    eventDate: item.eventDate,
-    wanted: item.ruleCheck,
-    contribution:
-      kind.target === 'financial'
-        ? {
-            amount: Number(item.values.amount),
-            ioType: item.values.io_type as number,
-            deviceId: item.values.device_id as string | null,
-            ip: item.values.ip_address as string | null,
-            country: geoCountry(item.values.geo),
-          }
-        : null,
-  }));
-  const batchRefs = kind.target === 'financial' ? stored.flatMap((item) => (item.ref ? [item.ref] : [])) : [];
-  const aggregates = await computeAggregates(app.db, aggregateItems, batchRefs);
-
-  const scored = stored.filter((item) => item.ruleCheck);
-  const evaluationInputs: EvaluationInput[] = scored.map((item) => ({
-    target: kind.target,
-    record: withoutNulls({
-      ...item.extras,
-      ...item.values,
-      ...(kind.target === 'financial' ? { amount: Number(item.values.amount), fee_amount: numericOrNull(item.values.fee_amount) } : {}),
-    }),
-    customer: customerForRules(item.customer),
-    event: item.event,
-    aggregates: aggregates.get(item.index)!,
-  }));
-  const evaluations = await evaluateInPool(app, evaluationInputs);
-  const evaluationByIndex = new Map<number, Evaluation>(scored.map((item, position) => [item.index, evaluations[position]!]));
-
-  const by = `${actor.type}:${actor.id}`;
-  const rows: Record<string, unknown>[] = stored.map((item) => {
-    const evaluation = evaluationByIndex.get(item.index);
-    return {
-      ...item.values,
-      id: randomUUID(),
-      customer_id: item.customer.id,
-      country: geoCountry(item.values.geo),
-      raw: item.raw,
-      score: evaluation?.score ?? null,
-      decision: evaluation?.decision ?? null,
-      rule_check: item.ruleCheck,
-      log_id: evaluation ? randomUUID() : null,
-      created_by: by,
-      updated_by: by,
-    };
-  });
-  const columns = { ...columnsOf(kind.fields), ...STORAGE_COLUMNS };
-
-  const logs = stored.flatMap((item, position) => {
-    const evaluation = evaluationByIndex.get(item.index);
-    return evaluation ? [executionLogRow(rows[position]!.log_id as string, kind.target, item.ref, evaluation, by)] : [];
-  });
-  const outcomes = await retryOnConflict(() => upsertRowsWithLogs(app.db, kind.table, 'transaction_ref', columns, rows, EXECUTION_LOG_COLUMNS, logs));
-
-  stored.forEach((item, position) => {
-    const evaluation = evaluationByIndex.get(item.index);
-    results[item.index] = {
-      transaction_ref: item.ref,
-      id: outcomes[position]!.id,
-      action: outcomes[position]!.inserted ? 'created' : 'updated',
-      score: evaluation?.score ?? null,
-      decision: evaluation?.decision ?? null,
-      rule_check: item.ruleCheck,
-      log_id: rows[position]!.log_id as string | null,
-      warnings: item.warnings,
-    };
-  });
-  reportRepeatedRefs(accepted, lastIndex, results, 'transaction_ref');
-  return results;
+  return runBatch(app, transactionPlan(app, kind, now), inputs, actor, trace);
 }
 
 const CUSTOMER_RULE_FIELDS = [

@@ -1,0 +1,266 @@
+import type { Knex } from 'knex';
+import type { Principal } from '../staff/principal.ts';
+import { codenamesOf, label, modelKey, permissionFor, RegistryError } from './declare.ts';
+import type {
+  BoundModel,
+  Choice,
+  ColumnInfo,
+  FieldType,
+  ModelRegistration,
+  Operation,
+  ResolvedField,
+  Row,
+} from './registry.ts';
+
+/**
+ * The generic half of the back office: the registrations it is given (registrations.ts holds the
+ * list; nothing here imports a registration) bound to the database, and the permission checks.
+ */
+
+/** Called after a write through the chain commits: the live channel refreshes lists with it. */
+export type ChangeListener = (change: { model: string; pk: string; operation: 'add' | 'change' | 'delete'; actorId: string | null }) => void;
+
+/**
+ * The registrations bound to a database: each column's type read from PostgreSQL once, then the
+ * start-up checks (Django's system checks) run. A registration that refers to something that does
+ * not exist stops start-up with a message naming the registration and the field.
+ */
+export class AdminSite {
+  readonly models = new Map<string, BoundModel>();
+  readonly changeListeners: ChangeListener[] = [];
+
+  private constructor(private readonly codenames: readonly string[]) {}
+
+  static async bind(db: Knex, registrations: readonly ModelRegistration[]): Promise<AdminSite> {
+    const tables = [...new Set(registrations.map((registration) => registration.table))];
+    const columns = (await db
+      .select('table_name', 'column_name', 'data_type', 'udt_name', 'is_nullable', 'column_default', 'character_maximum_length')
+      .from('information_schema.columns')
+      .where('table_schema', db.raw('current_schema()'))
+      .whereIn('table_name', tables)) as {
+      table_name: string;
+      column_name: string;
+      data_type: string;
+      udt_name: string;
+      is_nullable: string;
+      column_default: string | null;
+      character_maximum_length: number | null;
+    }[];
+    const foreignKeys = (await db.raw(`
+      select cl.relname as table_name, att.attname as column_name, ref.relname as target_table
+      from pg_constraint con
+      join pg_class cl on cl.oid = con.conrelid
+      join pg_class ref on ref.oid = con.confrelid
+      join pg_attribute att on att.attrelid = con.conrelid and att.attnum = con.conkey[1]
+      where con.contype = 'f' and array_length(con.conkey, 1) = 1 and cl.relnamespace = current_schema()::regnamespace
+    `)).rows as { table_name: string; column_name: string; target_table: string }[];
+
+    const byTable = new Map<string, Map<string, ColumnInfo>>();
+    for (const column of columns) {
+      let map = byTable.get(column.table_name);
+      if (!map) byTable.set(column.table_name, (map = new Map()));
+      map.set(column.column_name, {
+        dataType: column.data_type,
+        udtName: column.udt_name,
+        nullable: column.is_nullable === 'YES',
+        hasDefault: column.column_default !== null,
+        maxLength: column.character_maximum_length,
+      });
+    }
+    const site = new AdminSite(codenamesOf(registrations));
+    for (const registration of registrations) {
+      const key = modelKey(registration.appLabel, registration.model);
+      if (site.models.has(key)) throw new RegistryError(`${key}: registered twice`);
+      const columnTypes = byTable.get(registration.table);
+      if (!columnTypes) throw new RegistryError(`${key}: table ${registration.table} does not exist`);
+      const bound: BoundModel = {
+        ...registration,
+        key,
+        pk: registration.pk ?? 'id',
+        objectName: registration.model.charAt(0).toUpperCase() + registration.model.slice(1),
+        verboseNamePlural: registration.verboseNamePlural ?? `${registration.verboseName}s`,
+        pageSize: registration.pageSize ?? 100,
+        columnTypes,
+        formFields: [],
+      };
+      site.models.set(key, bound);
+    }
+    const permissionChoices = site.codenames.map((codename) => ({ value: codename, label: codename }));
+    for (const model of site.models.values()) {
+      model.formFields = resolveFormFields(model, permissionChoices);
+      checkModel(site, model, foreignKeys);
+    }
+    return site;
+  }
+
+  get(appLabel: string, model: string): BoundModel | undefined {
+    return this.models.get(modelKey(appLabel, model));
+  }
+
+  permissionCodenames(): readonly string[] {
+    return this.codenames;
+  }
+
+  /** Every codename the principal holds: all of them for an active superuser. */
+  permissionsOf(principal: Principal): string[] {
+    return this.codenames.filter((codename) => principal.has(codename));
+  }
+
+  /** Whether the principal may do `operation` on the model at all (object hooks refine it per row). */
+  can(principal: Principal, model: BoundModel, operation: Operation): boolean {
+    if (operation !== 'view' && model.disabled?.[operation]) return false;
+    // Django: change permission implies view.
+    if (operation === 'view') return principal.has(permissionFor(model, 'view')) || (!model.disabled?.change && principal.has(permissionFor(model, 'change')));
+    return principal.has(permissionFor(model, operation));
+  }
+
+  perms(principal: Principal, model: BoundModel): Record<Operation, boolean> {
+    return {
+      view: this.can(principal, model, 'view'),
+      add: this.can(principal, model, 'add'),
+      change: this.can(principal, model, 'change'),
+      delete: this.can(principal, model, 'delete'),
+    };
+  }
+
+  visibleModels(principal: Principal): BoundModel[] {
+    return [...this.models.values()].filter((model) => this.can(principal, model, 'view'));
+  }
+
+  notifyChange(change: Parameters<ChangeListener>[0]): void {
+    for (const listener of this.changeListeners) listener(change);
+  }
+}
+
+function typeOfColumn(column: ColumnInfo): FieldType {
+  switch (column.udtName) {
+    case 'int2':
+    case 'int4':
+    case 'int8':
+      return 'integer';
+    case 'float4':
+    case 'float8':
+      return 'float';
+    case 'numeric':
+      return 'decimal';
+    case 'bool':
+      return column.nullable ? 'nullboolean' : 'boolean';
+    case 'date':
+      return 'date';
+    case 'timestamptz':
+    case 'timestamp':
+      return 'datetime';
+    case 'time':
+      return 'time';
+    case 'uuid':
+      return 'uuid';
+    case 'json':
+    case 'jsonb':
+      return 'json';
+    case 'varchar':
+      return 'string';
+    case 'text':
+      return 'string';
+    default:
+      // arrays and anything else are edited as JSON lists
+      return 'json';
+  }
+}
+
+function resolveFormFields(model: BoundModel, permissionChoices: readonly Choice[]): ResolvedField[] {
+  const readonly = new Set(model.readonly ?? []);
+  return (model.form ?? []).map((name) => {
+    const declaration = model.fields?.[name] ?? {};
+    const column = model.columnTypes.get(name);
+    if (!column && !declaration.virtual) throw new RegistryError(`${model.key}: form field "${name}" is not a column of ${model.table} (declare it virtual)`);
+    const choices = declaration.permissionChoices ? permissionChoices : (declaration.choices ?? null);
+    const type: FieldType = declaration.type ?? (choices ? 'choice' : declaration.related ? 'fk' : column ? typeOfColumn(column) : 'string');
+    return {
+      name,
+      label: declaration.label ?? label(name),
+      type,
+      required: declaration.required ?? (column ? !column.nullable && !column.hasDefault && type !== 'boolean' : false),
+      maxLength: declaration.maxLength ?? column?.maxLength ?? null,
+      choices,
+      related: declaration.related ?? null,
+      readonly: readonly.has(name),
+      virtual: declaration.virtual ?? false,
+      declaration,
+    };
+  });
+}
+
+/** Whether `name` can be shown for a model: a column, a declared field, or `fk__field` of a registered target. */
+function fieldExists(site: AdminSite, model: BoundModel, name: string): boolean {
+  if (model.columnTypes.has(name) || model.fields?.[name]?.display || model.fields?.[name]?.virtual) return true;
+  const [relation = '', target, ...rest] = name.split('__');
+  if (!target || rest.length) return false;
+  const related = model.fields?.[relation]?.related;
+  const targetModel = related ? site.models.get(related) : undefined;
+  return Boolean(targetModel && model.columnTypes.has(relation) && targetModel.columnTypes.has(target));
+}
+
+function checkModel(site: AdminSite, model: BoundModel, foreignKeys: { table_name: string; column_name: string; target_table: string }[]): void {
+  const fail = (what: string, name: string) => {
+    throw new RegistryError(`${model.key}: ${what} "${name}" does not refer to an existing field`);
+  };
+  if (!model.columnTypes.has(model.pk)) fail('pk', model.pk);
+  for (const column of model.reprColumns) if (!model.columnTypes.has(column)) fail('repr column', column);
+  // Computed fields exist only on listed rows (the annotator fills them), so only list columns may name them.
+  for (const column of model.columns) if (!fieldExists(site, model, column.name) && !model.fields?.[column.name]?.computed) fail('list column', column.name);
+  for (const role of [model.titleColumn, model.statusColumn, model.dateColumn]) {
+    if (role && !model.columns.some((column) => column.name === role)) fail('card role column', role);
+  }
+  for (const filter of model.filters ?? []) if (!model.columnTypes.has(filter.field)) fail('filter', filter.field);
+  for (const search of model.searchFields ?? []) {
+    const name = search.replace(/^[=^]/, '');
+    if (!model.columnTypes.has(name)) fail('search field', name);
+  }
+  for (const order of model.ordering ?? []) if (!model.columnTypes.has(order.replace(/^-/, ''))) fail('ordering', order);
+  const formNames = new Set(model.form ?? []);
+  for (const fieldset of model.fieldsets ?? []) {
+    for (const name of fieldset.fields) if (!formNames.has(name) && !fieldExists(site, model, name)) fail(`fieldset "${fieldset.title ?? ''}" field`, name);
+  }
+  for (const name of model.readonly ?? []) if (!fieldExists(site, model, name)) fail('read-only field', name);
+  for (const [name, declaration] of Object.entries(model.fields ?? {})) {
+    if (declaration.computed && !model.annotate) throw new RegistryError(`${model.key}: field "${name}" is computed, but the model does not annotate its rows`);
+    if (declaration.related && !site.models.has(declaration.related)) {
+      throw new RegistryError(`${model.key}: field "${name}" relates to ${declaration.related}, which is not registered`);
+    }
+  }
+  for (const inline of model.inlines ?? []) {
+    const target = site.models.get(inline.model);
+    if (!target) throw new RegistryError(`${model.key}: inline ${inline.model} is not registered`);
+    if (!target.columnTypes.has(inline.fk)) throw new RegistryError(`${model.key}: inline ${inline.model} has no column "${inline.fk}"`);
+    for (const name of inline.fields ?? []) if (!fieldExists(site, target, name)) fail(`inline ${inline.model} field`, name);
+  }
+  // Every database foreign key of the table is either a declared relation or marked plain.
+  for (const foreignKey of foreignKeys) {
+    if (foreignKey.table_name !== model.table) continue;
+    const declaration = model.fields?.[foreignKey.column_name];
+    if (declaration?.related || declaration?.type === 'uuid' || declaration?.type === 'string' || declaration?.type === 'integer') continue;
+    if (declaration?.hidden) continue;
+    throw new RegistryError(
+      `${model.key}: column "${foreignKey.column_name}" references ${foreignKey.target_table}; declare it as a relation (related) or as a plain value (type)`,
+    );
+  }
+}
+
+/**
+ * Blocks a module adds to the detail of records (the mobile detail and the web change page both
+ * include them): decision context, the mark block, the approval block, the pending marker. One
+ * provider per module, listed in registrations.ts, so no page or endpoint knows them one by one.
+ */
+export interface DetailBlockProvider {
+  /** The model keys (app_label.model) it adds to; absent means every model. */
+  models?: readonly string[];
+  blocks(context: DetailBlockContext): Promise<Record<string, unknown>>;
+}
+
+export interface DetailBlockContext {
+  db: Knex;
+  site: AdminSite;
+  model: BoundModel;
+  row: Row;
+  principal: Principal;
+}

@@ -1,0 +1,284 @@
+import { randomUUID } from 'node:crypto';
+import type { Knex } from 'knex';
+import type { Principal } from '../staff/principal.ts';
+import { cleanForm, writableFields } from './forms.ts';
+import { getRow, scopedQuery, validPk } from './query.ts';
+import type { AdminSite } from './site.ts';
+import type { BoundModel, FieldErrors, Row, SaveContext } from './registry.ts';
+
+/**
+ * The one write chain of the back office: form validation from the registration, its clean hook,
+ * then in one transaction: the approval hook (a covered write becomes a request instead), the save
+ * hooks, the row, and one audit-log row. The web admin, the mobile data API, decisions and the
+ * assistant's writing tools all come through here.
+ */
+
+export type Message = { level: 'info' | 'success' | 'warning' | 'error'; message: string };
+
+export class ValidationFailed extends Error {
+  constructor(
+    readonly errors: FieldErrors,
+    readonly warnings: string[] = [],
+  ) {
+    super('Validation failed.');
+  }
+}
+
+export class PermissionDenied extends Error {
+  constructor(message = 'You do not have permission to perform this action.') {
+    super(message);
+  }
+}
+
+export class ObjectNotFound extends Error {
+  constructor(model: BoundModel, pk: string) {
+    super(`${model.verboseName} with pk ${pk.slice(0, 100)} does not exist.`);
+  }
+}
+
+/** A change while another one waits for approval on the same record. */
+export class PendingApprovalConflict extends Error {}
+
+export type WriteOperation = 'add' | 'change' | 'delete';
+
+/** What a maker-checker policy sees of a write it may take over. */
+export interface ApprovalCandidate {
+  trx: Knex.Transaction;
+  model: BoundModel;
+  operation: WriteOperation;
+  pk: string | null;
+  before: Row | null;
+  /** Column values the write would store (empty for a delete). */
+  values: Row;
+  /** Every cleaned form value, virtual fields included. */
+  cleaned: Row;
+  principal: Principal;
+  origin: WriteOrigin;
+}
+
+/** How a write reached the chain: the assistant's writes carry the MCP call that made them. */
+export interface WriteOrigin {
+  channel: 'web' | 'mobile' | 'mcp' | 'cli' | 'system';
+  mcp?: Record<string, unknown>;
+  /** Set when an approved request applies its change: the hook lets it through and the audit row names the request and its checkers. */
+  approval?: { requestId: string; checkers: string[] };
+}
+
+/** Filled by the approvals module: returns the request it opened instead of writing, or null. */
+export type ApprovalHook = (candidate: ApprovalCandidate) => Promise<{ requestId: string } | null>;
+
+export interface WriteOutcome {
+  status: 'created' | 'updated' | 'deleted' | 'pending';
+  row: Row | null;
+  pk: string | null;
+  messages: Message[];
+  warnings: string[];
+  approvalRequestId?: string;
+}
+
+export interface WriteChain {
+  site: AdminSite;
+  db: Knex;
+  /** null until the approvals module installs one. */
+  approvalHook: ApprovalHook | null;
+}
+
+function diffOf(model: BoundModel, before: Row | null, values: Row): Record<string, [unknown, unknown]> {
+  const diff: Record<string, [unknown, unknown]> = {};
+  for (const [name, value] of Object.entries(values)) {
+    if (model.fields?.[name]?.hidden) {
+      diff[name] = ['(hidden)', '(changed)'];
+      continue;
+    }
+    const old = before ? before[name] : null;
+    if (!sameValue(old, value)) diff[name] = [jsonable(old), jsonable(value)];
+  }
+  return diff;
+}
+
+function jsonable(value: unknown): unknown {
+  if (value instanceof Date) return value.toISOString();
+  return value ?? null;
+}
+
+function sameValue(a: unknown, b: unknown): boolean {
+  const left = jsonable(a);
+  const right = jsonable(b);
+  if (typeof left === 'object' || typeof right === 'object') return JSON.stringify(left) === JSON.stringify(right);
+  if (typeof left === 'string' && typeof right === 'number') return Number(left) === right;
+  if (left instanceof Date || right instanceof Date) return String(left) === String(right);
+  // decimals come back from PostgreSQL as strings with their scale: 10 and "10.00" are equal
+  if (typeof left === 'string' && typeof right === 'string' && /^-?\d+(\.\d+)?$/.test(left) && /^-?\d+(\.\d+)?$/.test(right)) return Number(left) === Number(right);
+  if (typeof left === 'string' && typeof right === 'string' && !Number.isNaN(Date.parse(left)) && /T\d{2}:/.test(right)) return Date.parse(left) === Date.parse(right);
+  return left === right;
+}
+
+async function writeAudit(trx: Knex.Transaction, model: BoundModel, principal: Principal, flag: 1 | 2 | 3, pk: string, repr: string, change: unknown, approval?: WriteOrigin['approval']) {
+  await trx('admin_log_entries').insert({
+    user_id: principal.user.id,
+    // The maker is the row's user; an approved change names its checkers beside them.
+    actor: approval ? `${principal.user.username} (approved by ${approval.checkers.join(', ')})` : principal.user.username,
+    action_flag: flag,
+    content_type: model.key,
+    object_id: pk,
+    object_repr: repr.slice(0, 200),
+    change: JSON.stringify(change),
+    approval_request_id: approval?.requestId ?? null,
+  });
+}
+
+/** m2m values are stored in their link table after the row. */
+async function saveRelations(trx: Knex.Transaction, model: BoundModel, pk: string, cleaned: Row): Promise<void> {
+  for (const field of model.formFields) {
+    const through = field.declaration.through;
+    if (field.type !== 'm2m' || !through || cleaned[field.name] === undefined) continue;
+    await trx(through.table).where(through.sourceColumn, pk).delete();
+    // A full form that leaves an m2m field out cleans it to null: the record then has no links.
+    const values = (cleaned[field.name] ?? []) as unknown[];
+    if (values.length) await trx(through.table).insert(values.map((value) => ({ [through.sourceColumn]: pk, [through.targetColumn]: value })));
+  }
+}
+
+/** Reads the m2m values of a record, keyed by field, for forms and diffs. */
+export async function loadRelations(db: Knex | Knex.Transaction, model: BoundModel, pk: string): Promise<Row> {
+  const values: Row = {};
+  for (const field of model.formFields) {
+    const through = field.declaration.through;
+    if (field.type !== 'm2m' || !through) continue;
+    values[field.name] = (await db(through.table).where(through.sourceColumn, pk).orderBy(through.targetColumn).pluck(through.targetColumn)).map(String);
+  }
+  return values;
+}
+
+/**
+ * Adds (pk null) or changes a record. `partial` is PATCH: only sent fields are checked and
+ * written; otherwise the whole form is. Throws ValidationFailed, PermissionDenied, ObjectNotFound
+ * or PendingApprovalConflict; never writes half.
+ */
+export async function saveObject(
+  chain: WriteChain,
+  model: BoundModel,
+  principal: Principal,
+  pk: string | null,
+  input: unknown,
+  options: { partial?: boolean; origin?: WriteOrigin } = {},
+): Promise<WriteOutcome> {
+  const operation = pk === null ? 'add' : 'change';
+  if (!chain.site.can(principal, model, operation)) throw new PermissionDenied();
+  const origin = options.origin ?? { channel: 'web' };
+  const existing = pk === null ? null : await getRow(chain.db, model, principal, pk);
+  if (pk !== null && !existing) throw new ObjectNotFound(model, pk);
+  if (existing && model.objectPermission && !model.objectPermission(principal, 'change', existing)) throw new PermissionDenied();
+
+  const { cleaned, errors, warnings } = await cleanForm(chain.site, chain.db, model, input, options.partial ?? false);
+  if (Object.keys(errors).length) throw new ValidationFailed(errors, warnings);
+  const before = existing ? { ...existing, ...(await loadRelations(chain.db, model, pk!)) } : null;
+  const hookErrors = model.hooks?.clean?.(cleaned, before, principal);
+  if (hookErrors && Object.keys(hookErrors).length) throw new ValidationFailed(hookErrors, warnings);
+
+  const result = await chain.db.transaction(async (trx) => {
+    // Lock the record, so two writers and an approval never interleave on it.
+    const locked = pk === null ? null : ((await getRow(trx, model, principal, pk, true)) ?? null);
+    if (pk !== null && !locked) throw new ObjectNotFound(model, pk);
+    const values: Row = {};
+    for (const field of writableFields(model)) {
+      if (field.virtual || field.type === 'm2m' || cleaned[field.name] === undefined) continue;
+      // PostgreSQL arrays take the JS array itself; json columns take its text.
+      const isArray = model.columnTypes.get(field.name)?.udtName.startsWith('_');
+      values[field.name] = field.type === 'json' && !isArray && cleaned[field.name] !== null ? JSON.stringify(cleaned[field.name]) : cleaned[field.name];
+    }
+    const context: SaveContext = { trx, principal, before: locked, values, cleaned, operation };
+    await model.hooks?.beforeSave?.(context);
+
+    if (chain.approvalHook) {
+      const pending = await chain.approvalHook({ trx, model, operation, pk, before: locked, values, cleaned, principal, origin });
+      if (pending) return { pending, row: locked, pk };
+    }
+    let row: Row;
+    if (pk === null) {
+      const info = model.columnTypes.get(model.pk)!;
+      if (values[model.pk] === undefined && info.udtName === 'uuid' && !info.hasDefault) values[model.pk] = randomUUID();
+      [row] = await trx(model.table).insert(values).returning('*');
+    } else {
+      const updates = { ...values };
+      if (model.columnTypes.has('updated_at') && Object.keys(updates).length) updates.updated_at = trx.fn.now();
+      row = Object.keys(updates).length ? (await trx(model.table).where(model.pk, pk).update(updates).returning('*'))[0] : locked!;
+    }
+    const savedPk = String(row[model.pk]);
+    await saveRelations(trx, model, savedPk, cleaned);
+    await model.hooks?.afterSave?.({ ...context, row });
+    const relations = await loadRelations(trx, model, savedPk);
+    const diff = diffOf(model, pk === null ? null : before, { ...values, ...relations });
+    await writeAudit(trx, model, principal, pk === null ? 1 : 2, savedPk, model.repr(row), diff, origin.approval);
+    const messages = model.hooks?.messages?.({ ...context, row }) ?? [];
+    return { row, pk: savedPk, messages };
+  }).catch((error: { code?: string; constraint?: string }) => {
+    // A unique constraint is a validation error the user can fix, not a server fault.
+    if (error.code === '23505') throw new ValidationFailed({ __all__: [{ message: `A ${model.verboseName} with these values already exists.`, code: 'unique' }] }, warnings);
+    if (error.code === '23503') throw new ValidationFailed({ __all__: [{ message: 'This record is still referenced by other records.', code: 'protected' }] }, warnings);
+    throw error;
+  });
+
+  if ('pending' in result && result.pending) {
+    return {
+      status: 'pending',
+      row: result.row,
+      pk: result.pk,
+      messages: [{ level: 'info', message: 'Change submitted for approval.' }],
+      warnings,
+      approvalRequestId: result.pending.requestId,
+    };
+  }
+  const saved = result as { row: Row; pk: string; messages: Message[] };
+  chain.site.notifyChange({ model: model.key, pk: saved.pk, operation, actorId: principal.user.id });
+  return {
+    status: pk === null ? 'created' : 'updated',
+    row: saved.row,
+    pk: saved.pk,
+    messages: [{ level: 'success', message: pk === null ? `The ${model.verboseName} "${model.repr(saved.row)}" was added successfully.` : `The ${model.verboseName} "${model.repr(saved.row)}" was changed successfully.` }, ...saved.messages],
+    warnings,
+  };
+}
+
+/** Deletes a record through the same chain (permission, approval hook, audit row). */
+export async function deleteObject(chain: WriteChain, model: BoundModel, principal: Principal, pk: string, origin: WriteOrigin = { channel: 'web' }): Promise<WriteOutcome> {
+  if (!chain.site.can(principal, model, 'delete')) throw new PermissionDenied();
+  const result = await chain.db.transaction(async (trx) => {
+    const row = await getRow(trx, model, principal, pk, true);
+    if (!row) throw new ObjectNotFound(model, pk);
+    if (model.objectPermission && !model.objectPermission(principal, 'delete', row)) throw new PermissionDenied();
+    if (chain.approvalHook) {
+      const pending = await chain.approvalHook({ trx, model, operation: 'delete', pk, before: row, values: {}, cleaned: {}, principal, origin });
+      if (pending) return { pending, row };
+    }
+    await trx(model.table).where(model.pk, pk).delete();
+    await writeAudit(trx, model, principal, 3, pk, model.repr(row), {}, origin.approval);
+    return { row };
+  }).catch((error: { code?: string }) => {
+    if (error.code === '23503') throw new ValidationFailed({ __all__: [{ message: `This ${model.verboseName} is still referenced by other records and cannot be deleted.`, code: 'protected' }] });
+    throw error;
+  });
+  if ('pending' in result && result.pending) {
+    return { status: 'pending', row: result.row, pk, messages: [{ level: 'info', message: 'Change submitted for approval.' }], warnings: [], approvalRequestId: result.pending.requestId };
+  }
+  chain.site.notifyChange({ model: model.key, pk, operation: 'delete', actorId: principal.user.id });
+  return { status: 'deleted', row: null, pk, messages: [{ level: 'success', message: `The ${model.verboseName} "${model.repr(result.row)}" was deleted successfully.` }], warnings: [] };
+}
+
+/** Runs a bulk action on chosen records (the ones of them the user may see), in one transaction. */
+export async function runAction(chain: WriteChain, model: BoundModel, principal: Principal, actionName: string, pks: string[]): Promise<Message> {
+  const action = model.actions?.find((candidate) => candidate.name === actionName);
+  if (!action) throw new ValidationFailed({ action: [{ message: `Unknown action: ${actionName.slice(0, 100)}.`, code: 'invalid_choice' }] });
+  const allowed = ['view', 'add', 'change', 'delete'].includes(action.permission)
+    ? chain.site.can(principal, model, action.permission as 'view' | 'add' | 'change' | 'delete')
+    : principal.has(action.permission);
+  if (!allowed) throw new PermissionDenied();
+  pks = pks.filter((pk) => validPk(model, pk));
+  if (!pks.length) throw new ValidationFailed({ action: [{ message: 'Items must be selected in order to perform actions on them.', code: 'required' }] });
+  return chain.db.transaction(async (trx) => {
+    const rows = (await scopedQuery(trx, model, principal).select('t.*').whereIn(`t.${model.pk}`, pks).forUpdate()) as Row[];
+    const message = await action.run({ db: trx, principal }, rows);
+    for (const row of rows) await writeAudit(trx, model, principal, 2, String(row[model.pk]), model.repr(row), { action: actionName });
+    return { level: 'success' as const, message };
+  });
+}

@@ -1,0 +1,198 @@
+import { choices, DECISION_CHOICES, decisionTone } from '../backoffice/declare.ts';
+import type { FieldErrors, ModelRegistration, Row, Tone } from '../backoffice/registry.ts';
+import { closeCase } from './closing.ts';
+
+export const CASE_STATUSES = ['open', 'in_review', 'escalated', 'closed'] as const;
+export const ACCOUNT_ACTIONS = ['none', 'restrict', 'freeze', 'close'] as const;
+/** A change to any of these needs a rationale, kept in the case history. */
+export const RATIONALE_FIELDS = ['status', 'flagged', 'account_action', 'postponed_until'] as const;
+
+function caseTone(value: unknown): Tone | null {
+  return value === 'open' ? 'info' : value === 'in_review' ? 'warning' : value === 'escalated' ? 'danger' : value === 'closed' ? 'neutral' : null;
+}
+
+export const alertAdmin: ModelRegistration = {
+  appLabel: 'engine',
+  model: 'alert',
+  table: 'alerts',
+  verboseName: 'alert',
+  repr: (row) => `${row.decision} ${row.target} ${row.record_ref ?? row.record_id}`,
+  reprColumns: ['decision', 'target', 'record_ref', 'record_id'],
+  columns: [
+    { name: 'record_ref', label: 'Record' },
+    { name: 'customer_id__customer_ref', label: 'Customer' },
+    { name: 'target' },
+    { name: 'kind' },
+    { name: 'score', kind: 'number' },
+    { name: 'decision', tone: decisionTone },
+    { name: 'status', tone: (value) => (value === 'open' ? 'warning' : 'neutral') },
+    { name: 'created_at', label: 'Raised' },
+  ],
+  titleColumn: 'record_ref',
+  statusColumn: 'decision',
+  dateColumn: 'created_at',
+  filters: [
+    { type: 'choice', field: 'status' },
+    { type: 'choice', field: 'decision' },
+    { type: 'choice', field: 'kind' },
+    { type: 'range', field: 'score' },
+    { type: 'range', field: 'created_at', title: 'Raised' },
+  ],
+  searchFields: ['=record_ref'],
+  ordering: ['-created_at'],
+  fields: {
+    case_id: { related: 'engine.watchlist', label: 'Case' },
+    customer_id: { related: 'customer.customer', label: 'Customer' },
+    decision: { choices: DECISION_CHOICES },
+    status: { choices: choices(['open', 'closed']) },
+    kind: { choices: choices(['rules', 'sanctions']) },
+    target: { choices: choices(['customer', 'financial', 'non_financial']) },
+  },
+  form: ['case_id', 'customer_id', 'target', 'record_id', 'record_ref', 'log_id', 'kind', 'score', 'decision', 'rule_codes', 'status', 'created_at'],
+  readonly: ['case_id', 'customer_id', 'target', 'record_id', 'record_ref', 'log_id', 'kind', 'score', 'decision', 'rule_codes', 'created_at'],
+  disabled: { add: true, delete: true },
+  menu: { group: 'Case work', icon: 'notifications_active' },
+};
+
+export const caseAdmin: ModelRegistration = {
+  appLabel: 'engine',
+  model: 'watchlist',
+  table: 'cases',
+  verboseName: 'case',
+  repr: (row) => `Case ${String(row.id).slice(0, 8)}`,
+  reprColumns: ['id'],
+  columns: [
+    { name: 'customer_id__customer_ref', label: 'Customer' },
+    { name: 'status', tone: caseTone },
+    { name: 'priority', kind: 'number' },
+    { name: 'alert_count', label: 'Alerts', kind: 'number' },
+    { name: 'flagged', kind: 'bool' },
+    { name: 'account_action', label: 'Account action' },
+    { name: 'assignee_id__username', label: 'Assignee' },
+    { name: 'opened_at', label: 'Opened' },
+  ],
+  titleColumn: 'customer_id__customer_ref',
+  statusColumn: 'status',
+  dateColumn: 'opened_at',
+  filters: [
+    { type: 'choice', field: 'status' },
+    { type: 'choice', field: 'flagged' },
+    { type: 'choice', field: 'account_action', title: 'Account action' },
+    { type: 'isnull', field: 'assignee_id', title: 'Assigned' },
+    { type: 'range', field: 'priority' },
+  ],
+  ordering: ['-priority', '-opened_at'],
+  fields: {
+    customer_id: { related: 'customer.customer', label: 'Customer' },
+    assignee_id: { related: 'auth.user', label: 'Assignee' },
+    status: { choices: choices(CASE_STATUSES, { in_review: 'In review' }) },
+    account_action: { choices: choices(ACCOUNT_ACTIONS) },
+    flagged: { label: 'Flag' },
+    postponed_until: { label: 'Postponed until' },
+    rationale: { virtual: true, type: 'text', required: false, help: 'Required when the status, flag, account action or postponement changes.' },
+    clear_decision: {
+      virtual: true,
+      type: 'choice',
+      required: false,
+      choices: choices(['ACCEPT', 'REJECT'], { ACCEPT: 'Accept', REJECT: 'Reject' }),
+      label: 'Clear decision',
+      help: 'When closing: the decision written on every alerted transaction (empty leaves them alone).',
+    },
+    clear_score: { virtual: true, type: 'decimal', required: false, label: 'Clear score', help: 'When closing with a clear decision: the score (0-100) given to the alerted transactions.' },
+  },
+  form: ['customer_id', 'status', 'flagged', 'account_action', 'postponed_until', 'assignee_id', 'rationale', 'clear_decision', 'clear_score', 'priority', 'alert_count', 'opened_at', 'closed_at'],
+  fieldsets: [
+    { title: null, fields: ['customer_id', 'status', 'flagged', 'account_action', 'postponed_until', 'assignee_id', 'rationale'] },
+    { title: 'Closing', fields: ['clear_decision', 'clear_score'], description: 'Used only when the case is closed.' },
+    { title: 'Alerts', fields: ['priority', 'alert_count', 'opened_at', 'closed_at'] },
+  ],
+  readonly: ['customer_id', 'priority', 'alert_count', 'opened_at', 'closed_at'],
+  inlines: [
+    { model: 'engine.alert', fk: 'case_id', ordering: '-created_at' },
+    { model: 'engine.compliancedecision', fk: 'case_id', label: 'Compliance decisions', ordering: '-created_at' },
+  ],
+  disabled: { add: true, delete: true },
+  hooks: {
+    clean(cleaned, before) {
+      if (!before) return undefined;
+      const changed = RATIONALE_FIELDS.filter((name) => cleaned[name] !== undefined && String(cleaned[name] ?? '') !== dateOrText(before[name]));
+      if (changed.length && !String(cleaned.rationale ?? '').trim()) {
+        return { rationale: [{ message: `A rationale is required to change ${changed.join(', ')}.`, code: 'required' }] };
+      }
+      return closingErrors(cleaned, before);
+    },
+    beforeSave({ values, before }) {
+      if (values.status === 'closed' && before?.status !== 'closed') values.closed_at = new Date();
+      if (values.status !== undefined && values.status !== 'closed') values.closed_at = null;
+    },
+    async afterSave({ trx, before, values, cleaned, principal, row }) {
+      if (values.status === 'closed' && before?.status !== 'closed') await closeCase(trx, row, cleaned, principal);
+      const changes: Record<string, [unknown, unknown]> = {};
+      for (const name of [...RATIONALE_FIELDS, 'assignee_id'] as const) {
+        if (values[name] !== undefined && dateOrText(values[name]) !== dateOrText(before?.[name])) changes[name] = [before?.[name] ?? null, values[name] ?? null];
+      }
+      if (!Object.keys(changes).length) return;
+      await trx('case_history').insert({
+        case_id: row.id,
+        user_id: principal.user.id,
+        actor: principal.user.username,
+        changes: JSON.stringify(changes),
+        rationale: String(cleaned.rationale ?? ''),
+      });
+    },
+  },
+  menu: { group: 'Case work', icon: 'folder_shared' },
+};
+
+/** clear_decision and clear_score belong to the closing of a case, and the score to a decision. */
+function closingErrors(cleaned: Row, before: Row): FieldErrors | undefined {
+  const decided = cleaned.clear_decision !== undefined && cleaned.clear_decision !== null;
+  const scored = cleaned.clear_score !== undefined && cleaned.clear_score !== null;
+  if (!decided && !scored) return undefined;
+  const closing = cleaned.status === 'closed' && before.status !== 'closed';
+  if (!closing) {
+    return { [decided ? 'clear_decision' : 'clear_score']: [{ message: before.status === 'closed' ? 'This case is already closed.' : 'Only used when the case is being closed.', code: 'invalid' }] };
+  }
+  if (scored && !decided) return { clear_score: [{ message: 'A clear score needs a clear decision.', code: 'invalid' }] };
+  if (scored && (Number(cleaned.clear_score) < 0 || Number(cleaned.clear_score) > 100)) return { clear_score: [{ message: 'Ensure this value is between 0 and 100.', code: 'max_value' }] };
+  return undefined;
+}
+
+/** Stored dates come back as Date objects; form values are YYYY-MM-DD text. */
+function dateOrText(value: unknown): string {
+  if (value instanceof Date) return value.toISOString().slice(0, 10);
+  return String(value ?? '');
+}
+
+export const complianceDecisionAdmin: ModelRegistration = {
+  appLabel: 'engine',
+  model: 'compliancedecision',
+  table: 'compliance_decisions',
+  verboseName: 'compliance decision',
+  repr: (row) => `${row.decision} on ${row.target_model} ${String(row.target_id).slice(0, 8)}`,
+  reprColumns: ['decision', 'target_model', 'target_id'],
+  columns: [
+    { name: 'target_model', label: 'Record type' },
+    { name: 'decision', tone: decisionTone },
+    { name: 'score', kind: 'number' },
+    { name: 'original_score', kind: 'number' },
+    { name: 'actor', label: 'Officer' },
+    { name: 'created_at', label: 'Decided' },
+  ],
+  titleColumn: 'target_model',
+  statusColumn: 'decision',
+  dateColumn: 'created_at',
+  filters: [{ type: 'choice', field: 'decision' }, { type: 'choice', field: 'target_model', title: 'Record type' }, { type: 'range', field: 'created_at', title: 'Decided' }],
+  ordering: ['-created_at'],
+  fields: {
+    decision: { choices: DECISION_CHOICES },
+    target_model: { choices: choices(['executionlog', 'financialevent', 'nonfinancialevent'], { executionlog: 'Execution log', financialevent: 'Financial event', nonfinancialevent: 'Non-financial event' }) },
+    case_id: { related: 'engine.watchlist', label: 'Case' },
+    actor_id: { related: 'auth.user', label: 'Officer' },
+  },
+  form: ['target_model', 'target_id', 'decision', 'score', 'original_score', 'original_decision', 'description', 'document_description', 'batch_id', 'case_id', 'actor_id', 'created_at'],
+  readonly: ['target_model', 'target_id', 'decision', 'score', 'original_score', 'original_decision', 'description', 'document_description', 'batch_id', 'case_id', 'actor_id', 'created_at'],
+  // Append-only for everyone, superusers included; the database refuses UPDATE and DELETE as well.
+  disabled: { add: true, change: true, delete: true },
+  menu: { group: 'Case work', icon: 'gavel' },
+};

@@ -1,0 +1,174 @@
+import type Router from '@koa/router';
+import type { OpenAPIRegistry } from '@asteasolutions/zod-to-openapi';
+import type { Context } from 'koa';
+import type { AppContext } from '../../context.ts';
+import { respond } from '../../http/envelope.ts';
+import { HttpError } from '../../http/errors.ts';
+import { readJsonObject } from '../../http/json-body.ts';
+import { errorResponses, z } from '../../http/openapi.ts';
+import { getRow } from '../backoffice/query.ts';
+import type { BoundModel } from '../backoffice/registry.ts';
+import { ObjectNotFound, PendingApprovalConflict, PermissionDenied, ValidationFailed, type WriteOrigin } from '../backoffice/write.ts';
+import { MOBILE_PREFIX } from '../mobile/constants.ts';
+import { checkForm, validationFailed } from '../../validation/form.ts';
+import { createIdentity, requireDevice, type MobileState } from '../mobile/guard.ts';
+import type { Principal } from '../staff/principal.ts';
+import { approvalBlock, ApprovalStateError, processRequest, type ProcessInput, type RequestRow } from '../approvals/service.ts';
+import { MAX_ATTACHMENTS, receiveForm, storeAttachments, type StoredAttachment } from './attachments.ts';
+import { cleanDecision, DECISION_FORM, DECISION_TARGETS, mayDecide, submitDecision } from './decisions.ts';
+
+/** JSON bodies of case-work endpoints are small forms; files come as multipart. */
+const JSON_LIMIT_BYTES = 256 * 1024;
+
+/** A JSON object, or a multipart form whose attachments[] files are checked and stored. */
+export async function readCaseWorkBody(app: AppContext, ctx: Context): Promise<{ fields: Record<string, unknown>; files: Awaited<ReturnType<typeof receiveForm>>['files'] }> {
+  if (ctx.is('multipart/form-data')) return receiveForm(ctx, app.files.temporaryDirectory());
+  return { fields: await readJsonObject(ctx, JSON_LIMIT_BYTES), files: [] };
+}
+
+/** The back-office errors of case work as HTTP errors in the envelope (never a 500). */
+export function caseWorkError(error: unknown): unknown {
+  if (error instanceof ValidationFailed) {
+    const failure = validationFailed(error.errors);
+    return error.warnings.length ? new HttpError(400, failure.message, failure.reason, { ...failure.data, warnings: error.warnings }) : failure;
+  }
+  if (error instanceof PermissionDenied) return new HttpError(403, error.message, 'permission_denied');
+  if (error instanceof ObjectNotFound) return new HttpError(404, error.message, 'not_found');
+  if (error instanceof PendingApprovalConflict) return new HttpError(409, error.message, 'pending_approval', { messages: [{ level: 'error', message: error.message }] });
+  if (error instanceof ApprovalStateError) {
+    return error.message === 'not_found' ? new HttpError(404, 'This approval request does not exist.', 'not_found') : new HttpError(409, error.message, 'approval_state');
+  }
+  return error;
+}
+
+/** The decision target named by a path: registered and one of the three decision models, else 404. */
+export function decisionModel(app: AppContext, appLabel: string, modelName: string): BoundModel {
+  const model = app.backoffice.site.get(appLabel, modelName);
+  if (!model || !DECISION_TARGETS[model.key]) throw new HttpError(404, `Decisions are not made on ${appLabel.slice(0, 100)}.${modelName.slice(0, 100)}.`, 'model_not_found');
+  return model;
+}
+
+/** Checks, stores the files, and submits a decision; shared by the mobile endpoint and the web form. */
+export async function decide(app: AppContext, model: BoundModel, principal: Principal, pk: string, fields: Record<string, unknown>, files: Awaited<ReturnType<typeof receiveForm>>['files'], origin: WriteOrigin) {
+  const input = cleanDecision(fields);
+  const attachments: StoredAttachment[] = await storeAttachments(app, files);
+  return submitDecision(app, model, principal, pk, input, attachments, origin);
+}
+
+/** The answer to an approval request; the OpenAPI document shows the same schema. */
+const PROCESS_FORM = z.object({ action: z.enum(['approve', 'reject', 'withdraw']), reason: z.string().max(10_000).default('') });
+
+export function processInput(fields: Record<string, unknown>, attachments: StoredAttachment[]): ProcessInput {
+  const checked = checkForm(PROCESS_FORM, fields);
+  if (!checked.ok) throw new ValidationFailed(checked.errors);
+  return { action: checked.data.action, reason: checked.data.reason.trim(), attachments };
+}
+
+/**
+ * The case-work endpoints of the mobile API: compliance decisions on scored records and the
+ * processing of approval requests (approve, reject, withdraw), JSON or multipart with evidence.
+ */
+export function registerCaseWorkRoutes(router: Router, app: AppContext, docs: OpenAPIRegistry): void {
+  const authenticated = requireDevice(createIdentity(app));
+  const principalOf = (ctx: Context) => (ctx.state as MobileState).mobile.principal;
+
+  router.post(`${MOBILE_PREFIX}data/approval/:model/:pk/process/`, authenticated, async (ctx) => {
+    try {
+      const principal = principalOf(ctx);
+      const pathModel = app.backoffice.site.get('approval', ctx.params.model!);
+      if (!pathModel || pathModel.table !== 'approval_requests') throw new HttpError(404, `No approval model ${ctx.params.model!.slice(0, 100)} is registered.`, 'model_not_found');
+      if (!app.backoffice.site.can(principal, pathModel, 'view')) throw new PermissionDenied();
+      const requests = app.backoffice.site.get('approval', 'approvalrequest')!;
+      if (!(await getRow(app.db, requests, principal, ctx.params.pk!))) throw new ApprovalStateError('not_found');
+      const { fields, files } = await readCaseWorkBody(app, ctx);
+      const input = processInput(fields, []);
+      input.attachments = await storeAttachments(app, files);
+      const outcome = await processRequest(app, principal, ctx.params.pk!, input);
+      const request = (await app.db('approval_requests').where({ id: ctx.params.pk }).first()) as RequestRow;
+      respond(ctx, outcome.message, { ...outcome, request: await approvalBlock({ db: app.db, site: app.backoffice.site }, principal, request) });
+    } catch (error) {
+      throw caseWorkError(error);
+    }
+  });
+
+  router.post(`${MOBILE_PREFIX}data/:app/:model/:pk/decision/`, authenticated, async (ctx) => {
+    try {
+      const principal = principalOf(ctx);
+      const model = decisionModel(app, ctx.params.app!, ctx.params.model!);
+      // Permission before the body: a caller who may not decide never uploads anything.
+      if (!mayDecide(principal, model)) throw new PermissionDenied();
+      const { fields, files } = await readCaseWorkBody(app, ctx);
+      const outcome = await decide(app, model, principal, ctx.params.pk!, fields, files, { channel: 'mobile' });
+      if (outcome.status === 'pending') {
+        const message = 'Change submitted for approval.';
+        respond(ctx, message, { messages: [{ level: 'info', message }], pending_approval: true, approval_request: outcome.approvalRequestId }, 202);
+        return;
+      }
+      respond(ctx, 'Decision recorded.', { decision: decisionPayload(outcome.decision), target: outcome.target, pending_approval: false }, 201);
+    } catch (error) {
+      throw caseWorkError(error);
+    }
+  });
+
+  documentCaseWork(docs);
+}
+
+export function decisionPayload(row: Record<string, unknown>) {
+  const number = (value: unknown) => (value === null || value === undefined ? null : Number(value));
+  return {
+    id: row.id,
+    target_model: row.target_model,
+    target_id: row.target_id,
+    decision: row.decision,
+    score: number(row.score),
+    original_score: number(row.original_score),
+    original_decision: row.original_decision,
+    description: row.description,
+    document_description: row.document_description,
+    attachments: ((row.attachments as StoredAttachment[]) ?? []).map(({ name, content_type, size, sha256 }) => ({ name, content_type, size, sha256 })),
+    batch_id: row.batch_id,
+    actor: row.actor,
+    created_at: (row.created_at as Date).toISOString().slice(0, 19),
+  };
+}
+
+function documentCaseWork(docs: OpenAPIRegistry): void {
+  docs.registerPath({
+    method: 'post',
+    path: `${MOBILE_PREFIX}data/{app}/{model}/{pk}/decision/`,
+    summary: `Record a compliance decision on an execution log, financial or non-financial event (JSON, or multipart with up to ${MAX_ATTACHMENTS} attachments[]: images, videos, PDF; 25 MB each)`,
+    tags: ['mobile'],
+    security: [{ bearer: [] }],
+    request: { body: { content: { 'application/json': { schema: DECISION_FORM }, 'multipart/form-data': { schema: DECISION_FORM.extend({ 'attachments[]': z.array(z.string()).optional() }) } } } },
+    responses: {
+      201: { description: 'Decision written: data.decision, data.target {model, pk, decision, score}' },
+      202: { description: 'An approval policy covers decisions on this model: data.pending_approval, data.approval_request' },
+      ...errorResponses({
+        400: 'Validation failed. (data.errors: decision, description, score, document_description); too_many_attachments; file_type_not_allowed; file_empty',
+        401: 'Token missing, invalid or expired; device revoked',
+        403: 'No change permission on the target or no engine.add_compliancedecision',
+        404: 'Not a decision model, or no such record',
+        409: 'The record has a change waiting for approval (data.messages, level error)',
+        413: 'An attachment is over 25 MB',
+      }),
+    },
+  });
+  docs.registerPath({
+    method: 'post',
+    path: `${MOBILE_PREFIX}data/approval/{model}/{pk}/process/`,
+    summary: 'Approve or reject an approval request (checkers), or withdraw it (its maker); JSON or multipart with attachments[]',
+    tags: ['mobile'],
+    security: [{ bearer: [] }],
+    request: { body: { content: { 'application/json': { schema: PROCESS_FORM } } } },
+    responses: {
+      200: { description: 'data.status, data.stage, data.forwarded_to (next stage or null), data.applied, data.request (the approval block)' },
+      ...errorResponses({
+        400: 'Validation failed. (data.errors: action, reason; a rejection needs a reason); the applied change no longer validates',
+        401: 'Token missing, invalid or expired; device revoked',
+        403: 'The maker signing their own request; not a signer of its policy; withdrawing another maker\'s request',
+        404: 'No such approval model or request',
+        409: 'Already processed; already signed by this user; replay evidence still being computed',
+      }),
+    },
+  });
+}

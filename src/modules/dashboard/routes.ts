@@ -1,0 +1,108 @@
+import type Router from '@koa/router';
+import type { OpenAPIRegistry } from '@asteasolutions/zod-to-openapi';
+import type { Context, Middleware } from 'koa';
+import type { AppContext } from '../../context.ts';
+import { respond } from '../../http/envelope.ts';
+import { ForbiddenError, HttpError } from '../../http/errors.ts';
+import { isStorableText } from '../../validation/storable.ts';
+import { authenticateCaller } from '../mobile/identity.ts';
+import { acceptOnly, documentRoutes } from '../mobile/parameters.ts';
+import { createIdentity, type MobileState } from '../mobile/guard.ts';
+import type { Principal } from '../staff/principal.ts';
+import { agentSummary, card, CARDS, decisionsByDay, highVolumeCustomers, lobby } from './blocks.ts';
+import { endCall, offerCalls, SESSION_MODEL, takeCall } from './videocall.ts';
+
+/** The model whose view permission each block needs (403 without it). */
+const BLOCK_MODELS = {
+  decisionsByDay: 'transaction.financialevent',
+  highVolume: 'transaction.financialevent',
+  lobby: SESSION_MODEL,
+} as const;
+
+function principalOf(ctx: Context): Principal {
+  return (ctx.state as MobileState).mobile.principal;
+}
+
+/** dashboard/...: each block checks its own permission, so a home screen shows the blocks the user may see. */
+/** The session a lobby path names: text PostgreSQL cannot hold (NUL) names none (404, not a 500 from the query). */
+function sessionParameter(ctx: Context): string {
+  const session = ctx.params.session!;
+  if (!isStorableText(session)) throw new HttpError(404, 'No such session in the video-call queue.', 'not_found');
+  return session;
+}
+
+export function registerDashboardRoutes(router: Router, app: AppContext, authenticated: Middleware, path: (relative: string) => string, docs: OpenAPIRegistry): void {
+  const site = () => app.backoffice.site;
+  const now = () => app.now?.() ?? new Date();
+  const mayView = (principal: Principal, model: string) => {
+    const bound = site().models.get(model);
+    return Boolean(bound && site().can(principal, bound, 'view'));
+  };
+  const requireBlock = (ctx: Context, model: string, block: string) => {
+    if (!mayView(principalOf(ctx), model)) throw new ForbiddenError(`You do not have permission to see the ${block} block.`, 'permission_denied');
+  };
+
+  router.get(path('dashboard/widgets/'), authenticated, async (ctx) => {
+    acceptOnly(ctx, []);
+    const principal = principalOf(ctx);
+    const visible = CARDS.filter((spec) => mayView(principal, spec.model));
+    if (!visible.length) throw new ForbiddenError('You do not have permission to see any dashboard card.', 'permission_denied');
+    const at = now();
+    respond(ctx, 'Dashboard cards.', { cards: await Promise.all(visible.map((spec) => card(app.db, spec, at))) });
+  });
+
+  router.get(path('dashboard/decisions-by-day/'), authenticated, async (ctx) => {
+    acceptOnly(ctx, []);
+    requireBlock(ctx, BLOCK_MODELS.decisionsByDay, 'decisions');
+    respond(ctx, 'Decisions by day.', await decisionsByDay(app.db, now()));
+  });
+
+  router.get(path('dashboard/high-volume-customers/'), authenticated, async (ctx) => {
+    acceptOnly(ctx, []);
+    requireBlock(ctx, BLOCK_MODELS.highVolume, 'high-volume customers');
+    respond(ctx, 'High-volume customers.', await highVolumeCustomers(app.db, now()));
+  });
+
+  router.get(path('dashboard/lobby/'), authenticated, async (ctx) => {
+    acceptOnly(ctx, []);
+    requireBlock(ctx, BLOCK_MODELS.lobby, 'lobby');
+    respond(ctx, 'Video-call lobby.', await lobby(app.db, principalOf(ctx), now()));
+  });
+
+  router.post(path('dashboard/lobby/:session/take/'), authenticated, async (ctx) => {
+    requireBlock(ctx, BLOCK_MODELS.lobby, 'lobby');
+    await takeCall(app.db, principalOf(ctx).user.id, sessionParameter(ctx));
+    respond(ctx, 'Call taken.', await lobby(app.db, principalOf(ctx), now()));
+  });
+
+  router.post(path('dashboard/lobby/:session/end/'), authenticated, async (ctx) => {
+    requireBlock(ctx, BLOCK_MODELS.lobby, 'lobby');
+    await endCall(app.db, principalOf(ctx).user.id, sessionParameter(ctx));
+    // The agent is free again: the next waiting call may be offered to them.
+    await offerCalls(app.db);
+    respond(ctx, 'Call ended.', await lobby(app.db, principalOf(ctx), now()));
+  });
+
+  // The agent summary leaves no heartbeat: its caller is checked without the last-seen stamp.
+  const identity = createIdentity(app);
+  const withoutHeartbeat: Middleware = async (ctx, next) => {
+    (ctx.state as MobileState).mobile = await authenticateCaller(identity, ctx.get('authorization'), { touch: false });
+    await next();
+  };
+  router.get(path('dashboard/agent-summary/'), withoutHeartbeat, async (ctx) => {
+    acceptOnly(ctx, []);
+    respond(ctx, 'Agent summary.', await agentSummary(app.db, principalOf(ctx), now()));
+  });
+
+  documentRoutes(docs, path, [
+    ['get', 'dashboard/widgets/', 'Cards (value, change today vs yesterday, 7-day trend) the user may see', null, { 403: 'No card visible to this user' }],
+    ['get', 'dashboard/decisions-by-day/', 'Financial events per day over 30 days, by decision', null, { 403: 'No view permission on financial events' }],
+    ['get', 'dashboard/high-volume-customers/', 'Top customers by 30-day amount (per currency)', null, { 403: 'No view permission on financial events' }],
+    ['get', 'dashboard/lobby/', 'The video-call queue', null, { 403: 'No view permission on verification sessions' }],
+    ['post', 'dashboard/lobby/{session}/take/', 'Take a waiting (or offered) call: the agent is then in call', null, {
+      403: 'Not an agent, or no view permission on verification sessions', 404: 'Session not in the queue', 409: 'Already in a call, or the call is no longer waiting',
+    }],
+    ['post', 'dashboard/lobby/{session}/end/', 'End your call', null, { 409: 'You are not in a call for this session' }],
+    ['get', 'dashboard/agent-summary/', 'The agent summary ({agent: false} for a non-agent); writes no last-seen stamp', null, {}],
+  ]);
+}

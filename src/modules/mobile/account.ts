@@ -1,0 +1,190 @@
+import type { Config } from '../../config.ts';
+import { recordAudit } from '../../audit.ts';
+import type { Executor } from '../../db/knex.ts';
+import { HttpError } from '../../http/errors.ts';
+import { z } from '../../http/openapi.ts';
+import { choiceOf, validateForm, type FieldErrors } from '../../validation/form.ts';
+import { permissionCodenames } from '../backoffice/registrations.ts';
+import { LANGUAGE_CODES, LANGUAGES, TIMEZONE_SET, TIMEZONES } from '../staff/preferences.ts';
+import { changePassword } from '../staff/service.ts';
+import { loadPrincipal, type Principal } from '../staff/principal.ts';
+import { USER_MODEL, WEBSOCKET_PATH } from './constants.ts';
+import { formatTimestamp } from './dates.ts';
+import { activeDevicesQuery, type MobileDevice } from './devices.ts';
+import { pushIdentity as providerIdentity } from '../push/service.ts';
+import { offerCalls, withdrawOffers } from '../dashboard/videocall.ts';
+import type { Identity, MobileCaller } from './identity.ts';
+
+/** The account menu's forms: the languages and zones of the web's user form, nothing else. */
+export const PREFERENCES_FORM = z.object({
+  language: choiceOf(LANGUAGE_CODES, 16).optional(),
+  timezone: choiceOf(TIMEZONE_SET, 64).optional(),
+});
+
+export const AVAILABILITY_FORM = z.object({ available: z.boolean() });
+
+// Types and lengths only: the password form itself (staff/service.ts) says what is missing or wrong,
+// and argon2 never sees a megabyte of password.
+const PASSWORD = z.string().max(4096).optional();
+export const PASSWORD_FORM = z.object({ old_password: PASSWORD, new_password1: PASSWORD, new_password2: PASSWORD });
+
+/** The user as the pairing answer carries it. */
+export function pairingUser(principal: Principal) {
+  const { user } = principal;
+  return {
+    id: user.id,
+    username: user.username,
+    full_name: user.full_name,
+    email: user.email,
+    is_superuser: user.is_superuser,
+    timezone: user.timezone,
+    language: user.language,
+    mobile: user.mobile,
+    profile_target: { model: USER_MODEL, pk: user.id },
+    agent_dashboard: principal.isAgent,
+  };
+}
+
+/** The user as me/ and every account-menu write carry it: the pairing fields plus the web preferences and the agent state. */
+export function sessionUser(principal: Principal) {
+  const { user, agent } = principal;
+  return {
+    ...pairingUser(principal),
+    date_format: user.date_format,
+    time_format: user.time_format,
+    show_today: user.show_today,
+    has_usable_password: user.password_hash !== null,
+    video_call: agent ? { status: agent.status, in_call: agent.in_call, status_changed_at: formatTimestamp(agent.status_changed_at) } : null,
+  };
+}
+
+/** The live socket's address, given out only when the service knows the address devices reach it at. */
+export function websocketUrl(config: Config): string | null {
+  if (!config.publicUrl) return null;
+  return `${config.publicUrl.replace(/^http/, 'ws')}${WEBSOCKET_PATH}`;
+}
+
+/** The push service the app should register with ({provider, app_id}), or null without push (src/modules/push). */
+export function pushIdentity(config: Config): { provider: string; app_id: string } | null {
+  return providerIdentity(config);
+}
+
+/** The bell counter: the user's unread in-app notifications. */
+export async function unreadNotifications(db: Executor, userId: string): Promise<number> {
+  const row = (await db('notifications').where({ user_id: userId, read: false }).count({ count: '*' }).first()) as { count: number | string };
+  return Number(row.count);
+}
+
+/** Every codename the user holds, as the registry names them (all of them for a superuser). */
+export function permissionsOf(principal: Principal): string[] {
+  return permissionCodenames()
+    .filter((codename) => principal.has(codename))
+    .sort();
+}
+
+function deviceSummary(device: MobileDevice) {
+  return { id: device.id, name: device.name, platform: device.platform };
+}
+
+/** GET me/: the session info of the spec. */
+export async function sessionInfo(identity: Identity, caller: MobileCaller) {
+  const { principal, device } = caller;
+  // One round trip: the active devices, each row carrying the unread count (computed once by PostgreSQL).
+  const devices = (await activeDevicesQuery(identity.db, principal.user.id).select(
+    'mobile_devices.*',
+    identity.db.raw('(select count(*) from notifications n where n.user_id = ? and not n.read)::int as unread', [principal.user.id]),
+  )) as (MobileDevice & { unread: number })[];
+  // The caller's own device is active, so a row is there unless a revocation just won the race.
+  const unread = devices[0]?.unread ?? (await unreadNotifications(identity.db, principal.user.id));
+  return {
+    user: sessionUser(principal),
+    datetime_timezone: 'UTC',
+    websocket_url: websocketUrl(identity.config),
+    push: pushIdentity(identity.config),
+    groups: principal.groups,
+    permissions: permissionsOf(principal),
+    unread_notifications: unread,
+    device: deviceSummary(device),
+    devices: devices.map((other) => ({
+      ...deviceSummary(other),
+      last_seen_at: formatTimestamp(other.last_seen_at),
+      current: other.id === device.id,
+    })),
+  };
+}
+
+/** GET me/preferences/: the current choices and every valid one. */
+export function preferences(principal: Principal) {
+  return {
+    language: principal.user.language,
+    timezone: principal.user.timezone,
+    languages: LANGUAGES,
+    timezones: TIMEZONES,
+  };
+}
+
+/** The caller's principal read again after a write, for the user payload the write answers with. */
+async function reload(identity: Identity, userId: string): Promise<Principal> {
+  return (await loadPrincipal(identity.db, userId))!;
+}
+
+/** PATCH me/preferences/: language and timezone, each optional, each checked against its choices. */
+export async function updatePreferences(identity: Identity, caller: MobileCaller, body: Record<string, unknown>): Promise<Principal> {
+  const values = validateForm(PREFERENCES_FORM, body);
+  const changes = Object.fromEntries(Object.entries(values).filter(([, value]) => value !== undefined));
+  const userId = caller.principal.user.id;
+  if (Object.keys(changes).length) {
+    await identity.db.transaction(async (trx) => {
+      await trx('staff_users').where({ id: userId }).update(changes);
+      await recordAudit(trx, { type: 'staff', id: userId }, 'staff_user.preferences', 'staff_user', userId, changes);
+    });
+  }
+  return reload(identity, userId);
+}
+
+export const AVAILABLE = 'AVAILABLE';
+export const AWAY = 'AWAY';
+
+/**
+ * POST me/video-call-availability/: an agent switches between AVAILABLE and AWAY. The change and
+ * the in-call check are one statement, so a call that starts at the same moment is never overwritten.
+ */
+export async function setVideoCallAvailability(identity: Identity, caller: MobileCaller, body: Record<string, unknown>): Promise<Principal> {
+  const userId = caller.principal.user.id;
+  if (!caller.principal.isAgent) throw new HttpError(403, 'You are not a video-call agent.', 'not_an_agent');
+  const { available } = validateForm(AVAILABILITY_FORM, body);
+  const status = available ? AVAILABLE : AWAY;
+  const updated = await identity.db.transaction(async (trx) => {
+    const rows = await trx('staff_video_agents')
+      .where({ user_id: userId, in_call: false })
+      .update({ status, status_changed_at: identity.now() })
+      .returning('user_id');
+    if (rows.length) await recordAudit(trx, { type: 'staff', id: userId }, 'video_agent.availability', 'staff_user', userId, { status });
+    if (rows.length && status === AWAY) await withdrawOffers(trx, userId);
+    return rows.length > 0;
+  });
+  if (!updated) {
+    const agent = await identity.db('staff_video_agents').where({ user_id: userId }).first('user_id');
+    if (!agent) throw new HttpError(403, 'You are not a video-call agent.', 'not_an_agent');
+    throw new HttpError(409, 'A call is in progress: availability cannot change until it ends.', 'call_in_progress');
+  }
+  // A newly available agent may take the oldest waiting call at once.
+  if (status === AVAILABLE) await offerCalls(identity.db);
+  return reload(identity, userId);
+}
+
+/**
+ * POST me/password/: the web's password change form and validators. The device's session stays
+ * (tokens are bound to the device, not the password); the user's web sessions end.
+ */
+export async function changeOwnPassword(
+  identity: Identity,
+  caller: MobileCaller,
+  body: Record<string, unknown>,
+): Promise<{ ok: true; principal: Principal } | { ok: false; errors: FieldErrors }> {
+  const userId = caller.principal.user.id;
+  const form = validateForm(PASSWORD_FORM, body);
+  const result = await changePassword(identity.db, userId, form, { actor: { type: 'staff', id: userId } });
+  if (!result.ok) return result;
+  return { ok: true, principal: await reload(identity, userId) };
+}

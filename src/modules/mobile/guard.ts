@@ -1,0 +1,36 @@
+import type { Context, Next } from 'koa';
+import type { AppContext } from '../../context.ts';
+import { loadSigningKey } from '../../auth/tokens.ts';
+import type { RequestState } from '../../http/state.ts';
+import { authenticateCaller, type Identity, type MobileCaller } from './identity.ts';
+import { MobileTokens } from './tokens.ts';
+
+/**
+ * The guard of every authenticated mobile endpoint, apart from the routes that register them, so
+ * that each module's mobile routes (case work, dashboard, reports ...) can use it without importing
+ * the module that registers them.
+ */
+
+/** What requireDevice leaves on ctx.state for the mobile handlers after it. */
+export interface MobileState extends RequestState {
+  mobile: MobileCaller;
+}
+
+/** The identity layer of one app: its clock is the context's, so tests can move time. */
+export function createIdentity(app: AppContext): Identity {
+  let key: Promise<Uint8Array> | undefined;
+  const signingKey = () =>
+    (key ??= loadSigningKey(app.db, app.config.jwtSecret).catch((error: unknown) => {
+      key = undefined;
+      throw error;
+    }));
+  return { db: app.db, config: app.config, tokens: new MobileTokens(signingKey), now: () => app.now?.() ?? new Date() };
+}
+
+/** Guards a mobile endpoint: the Bearer token, its device and its user are checked (401 otherwise). */
+export function requireDevice(identity: Identity) {
+  return async (ctx: Context, next: Next) => {
+    (ctx.state as MobileState).mobile = await authenticateCaller(identity, ctx.get('authorization'));
+    await next();
+  };
+}

@@ -1,0 +1,160 @@
+import type Router from '@koa/router';
+import type { OpenAPIRegistry } from '@asteasolutions/zod-to-openapi';
+import type { Context } from 'koa';
+import type { AppContext } from '../../context.ts';
+import { respond } from '../../http/envelope.ts';
+import { readJsonObject } from '../../http/json-body.ts';
+import { errorResponses, z } from '../../http/openapi.ts';
+import { validateForm, validationFailed } from '../../validation/form.ts';
+import {
+  AVAILABILITY_FORM,
+  changeOwnPassword,
+  pairingUser,
+  PASSWORD_FORM,
+  preferences,
+  PREFERENCES_FORM,
+  pushIdentity,
+  sessionInfo,
+  sessionUser,
+  setVideoCallAvailability,
+  updatePreferences,
+  websocketUrl,
+} from './account.ts';
+import { IDENTITY_BODY_LIMIT_BYTES, MOBILE_PREFIX, PLATFORMS } from './constants.ts';
+import { createIdentity, requireDevice, type MobileState } from './guard.ts';
+import { logoutDevice, pairDevice, refreshDevice, type MobileCaller } from './identity.ts';
+import { registerDataRoutes } from './data.ts';
+import { registerSchemaRoutes } from './schema.ts';
+import { registerNotificationRoutes } from '../notifications/routes.ts';
+import { registerPushRoutes } from '../push/routes.ts';
+import { registerReportRoutes } from '../reports/routes.ts';
+import { registerDashboardRoutes } from '../dashboard/routes.ts';
+import { registerAiReviewRoutes } from '../ai/routes.ts';
+import { registerAssistantRoutes } from '../assistant/routes.ts';
+import { documentAiRoutes } from '../assistant/openapi.ts';
+
+const PAIRING_FORM = z.object({
+  ticket: z.string().max(200),
+  device_name: z.string().max(100),
+  platform: z.enum(PLATFORMS),
+  app_version: z.string().max(50).optional(),
+});
+
+const REFRESH_FORM = z.object({
+  device_id: z.string().max(64),
+  refresh_token: z.string().max(200),
+});
+
+function caller(ctx: Context): MobileCaller {
+  return (ctx.state as MobileState).mobile;
+}
+
+async function body(ctx: Context): Promise<Record<string, unknown>> {
+  return readJsonObject(ctx, IDENTITY_BODY_LIMIT_BYTES);
+}
+
+/** Every /api/mobile/ route: the identity layer here; the schema and data layers register beside it. */
+export function registerMobileRoutes(router: Router, app: AppContext, docs: OpenAPIRegistry): void {
+  const identity = createIdentity(app);
+  const authenticated = requireDevice(identity);
+  const path = (relative: string) => `${MOBILE_PREFIX}${relative}`;
+
+  router.post(path('auth/qr/'), async (ctx) => {
+    const form = validateForm(PAIRING_FORM, await body(ctx));
+    const { tokens, principal } = await pairDevice(identity, {
+      ticket: form.ticket,
+      deviceName: form.device_name,
+      platform: form.platform,
+      appVersion: form.app_version ?? '',
+    });
+    respond(ctx, 'Device paired.', {
+      ...tokens,
+      websocket_url: websocketUrl(app.config),
+      push: pushIdentity(app.config),
+      user: pairingUser(principal),
+    });
+  });
+
+  router.post(path('auth/refresh/'), async (ctx) => {
+    const form = validateForm(REFRESH_FORM, await body(ctx));
+    const tokens = await refreshDevice(identity, form.device_id, form.refresh_token);
+    respond(ctx, 'Tokens refreshed.', { ...tokens, websocket_url: websocketUrl(app.config), push: pushIdentity(app.config) });
+  });
+
+  router.post(path('auth/logout/'), authenticated, async (ctx) => {
+    await logoutDevice(identity, caller(ctx));
+    respond(ctx, 'The device is logged out.', {});
+  });
+
+  router.get(path('me/'), authenticated, async (ctx) => {
+    respond(ctx, 'Session info.', await sessionInfo(identity, caller(ctx)));
+  });
+
+  router.get(path('me/preferences/'), authenticated, async (ctx) => {
+    respond(ctx, 'Preferences.', preferences(caller(ctx).principal));
+  });
+
+  router.patch(path('me/preferences/'), authenticated, async (ctx) => {
+    const principal = await updatePreferences(identity, caller(ctx), await body(ctx));
+    respond(ctx, 'Preferences updated.', sessionUser(principal));
+  });
+
+  router.post(path('me/video-call-availability/'), authenticated, async (ctx) => {
+    const principal = await setVideoCallAvailability(identity, caller(ctx), await body(ctx));
+    respond(ctx, `Availability set to ${principal.agent!.status}.`, sessionUser(principal));
+  });
+
+  router.post(path('me/password/'), authenticated, async (ctx) => {
+    const result = await changeOwnPassword(identity, caller(ctx), await body(ctx));
+    if (!result.ok) throw validationFailed(result.errors);
+    respond(ctx, 'Password changed.', sessionUser(result.principal));
+  });
+
+  documentIdentityRoutes(docs, path);
+  registerSchemaRoutes(router, app, authenticated, path, docs);
+  registerNotificationRoutes(router, app, authenticated, path, docs);
+  registerPushRoutes(router, app, authenticated, path, docs);
+  // Before the data routes: reports/ claims data/report/reportresult/<pk>/ (a 404, as the spec says).
+  registerReportRoutes(router, app, authenticated, path, docs);
+  registerDashboardRoutes(router, app, authenticated, path, docs);
+  registerAiReviewRoutes(router, app, authenticated, path);
+  registerAssistantRoutes(router, app, authenticated, path);
+  documentAiRoutes(docs);
+  registerDataRoutes(router, app, authenticated, path, docs);
+}
+
+function documentIdentityRoutes(docs: OpenAPIRegistry, path: (relative: string) => string): void {
+  const json = (schema: z.ZodType) => ({ body: { content: { 'application/json': { schema } } } });
+  const ok = (description: string) => ({ 200: { description } });
+  const bearerErrors = { 401: 'Token missing, invalid or expired; device revoked; account inactive' };
+  const endpoints: [method: 'get' | 'post' | 'patch', relative: string, summary: string, request: z.ZodType | null, errors: Record<number, string>][] = [
+    ['post', 'auth/qr/', 'Pair a device with a login or review ticket', PAIRING_FORM, {
+      400: 'Malformed JSON or invalid fields (data.errors)',
+      401: 'QR ticket is invalid, expired or already used.',
+      403: 'User account is not eligible for mobile access',
+    }],
+    ['post', 'auth/refresh/', 'Rotate the refresh token and get a new access token', REFRESH_FORM, {
+      400: 'Malformed JSON or invalid fields (data.errors)',
+      401: 'Refresh token invalid, expired or already rotated (reuse revokes the device)',
+    }],
+    ['post', 'auth/logout/', 'Revoke this device', null, bearerErrors],
+    ['get', 'me/', 'Session info', null, bearerErrors],
+    ['get', 'me/preferences/', 'Language and timezone with their valid choices', null, bearerErrors],
+    ['patch', 'me/preferences/', 'Change language or timezone', PREFERENCES_FORM, { ...bearerErrors, 400: 'Invalid choice (data.errors)' }],
+    ['post', 'me/video-call-availability/', 'Set video-call availability', AVAILABILITY_FORM, {
+      ...bearerErrors, 400: 'available missing or not a boolean', 403: 'Not a video-call agent', 409: 'A call is in progress',
+    }],
+    ['post', 'me/password/', 'Change the password (web sessions end, this device stays)', PASSWORD_FORM, { ...bearerErrors, 400: 'Validation failed. (data.errors)' }],
+  ];
+  for (const [method, relative, summary, request, errors] of endpoints) {
+    docs.registerPath({
+      method,
+      path: path(relative),
+      summary,
+      tags: ['mobile'],
+      ...(relative.startsWith('auth/qr') || relative.startsWith('auth/refresh') ? {} : { security: [{ bearer: [] }] }),
+      ...(request ? { request: json(request) } : {}),
+      responses: { ...ok('Success, in the envelope'), ...errorResponses(errors) },
+    });
+  }
+}

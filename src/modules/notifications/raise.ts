@@ -1,0 +1,94 @@
+import type { Knex } from 'knex';
+import { announceNotifications, notify, usersWhoMay, type RaisedNotification } from './service.ts';
+
+const CASE_MODEL = 'engine.watchlist';
+const REQUEST_MODEL = 'approval.approvalrequest';
+/** Who may view cases: the view permission, or change (which implies view, as in the web admin). */
+const CASE_VIEWERS = ['engine.view_watchlist', 'engine.change_watchlist'];
+
+/**
+ * Alerts just raised in a batch's transaction: for each open case of these customers, its
+ * assignee (or, unassigned, everyone who may view cases) is notified once, unless they still have
+ * an unread alert notification for that case: a busy case does not flood anyone. Two statements
+ * whatever the batch size, then one live message and push per user (announceNotifications).
+ */
+export async function notifyCaseAlerts(trx: Knex.Transaction, customerIds: readonly string[]): Promise<void> {
+  if (!customerIds.length) return;
+  const viewers = await usersWhoMay(trx, CASE_VIEWERS);
+  const inserted = (await trx.raw(
+    `with touched as (
+       select c.id, c.assignee_id, c.alert_count, cu.customer_ref
+       from cases c join customers cu on cu.id = c.customer_id
+       where c.customer_id = any(?::uuid[]) and c.status <> 'closed'
+     ), recipients as (
+       select t.id as case_id, t.customer_ref, t.alert_count, v.user_id from touched t cross join unnest(?::uuid[]) as v(user_id) where t.assignee_id is null
+       union all
+       select t.id, t.customer_ref, t.alert_count, t.assignee_id from touched t join staff_users s on s.id = t.assignee_id and s.is_active
+     )
+     insert into notifications (user_id, kind, title, body, target_model, target_pk)
+     select r.user_id, 'alert', 'New alert: ' || r.customer_ref, r.alert_count || ' alert(s) on this case', ?, r.case_id::text
+     from recipients r
+     where not exists (select 1 from notifications n where n.user_id = r.user_id and not n.read and n.kind = 'alert' and n.target_model = ? and n.target_pk = r.case_id::text)
+     returning id, user_id, kind, title, body, target_model, target_pk, created_at`,
+    [[...customerIds], viewers, CASE_MODEL, CASE_MODEL],
+  )) as { rows: { id: string; user_id: string; kind: string; title: string; body: string; target_model: string; target_pk: string; created_at: Date }[] };
+  await announceNotifications(
+    trx,
+    inserted.rows.map((row): RaisedNotification => ({ ...row, id: String(row.id), target: { model: row.target_model, pk: row.target_pk } })),
+  );
+}
+
+interface RequestFacts {
+  id: string;
+  content_type: string;
+  object_repr: string;
+  operation: string;
+  stage: number;
+  maker_id: string | null;
+}
+
+/**
+ * The users who may sign a request now (maySign of the approvals service decides for each active
+ * staff user but its maker). Passed in rather than imported, so the approvals module keeps the rule.
+ */
+export type SignerCheck = (trx: Knex.Transaction, userId: string) => Promise<boolean>;
+
+async function signers(trx: Knex.Transaction, request: RequestFacts, maySign: SignerCheck): Promise<string[]> {
+  const users = (await trx('staff_users').where({ is_active: true, is_staff: true }).select('id')) as { id: string }[];
+  const allowed: string[] = [];
+  for (const user of users) if (user.id !== request.maker_id && (await maySign(trx, user.id))) allowed.push(user.id);
+  return allowed;
+}
+
+function describe(request: RequestFacts): string {
+  return `${request.operation} ${request.content_type}${request.object_repr ? `: ${request.object_repr}` : ''}`;
+}
+
+/** A request opened or forwarded to its next stage: whoever may sign it now is asked for a signature. */
+export async function notifySigners(trx: Knex.Transaction, requestId: string, maySign: SignerCheck): Promise<void> {
+  const request = (await trx('approval_requests').where({ id: requestId }).first('id', 'content_type', 'object_repr', 'operation', 'stage', 'maker_id')) as RequestFacts | undefined;
+  if (!request) return;
+  await notify(trx, {
+    userIds: await signers(trx, request, maySign),
+    kind: 'approval_request',
+    title: 'Approval request waiting for your signature',
+    body: `${describe(request)} (stage ${request.stage})`,
+    target: { model: REQUEST_MODEL, pk: request.id },
+  });
+}
+
+/** The maker hears how their request went: approved, rejected or forwarded to the next stage. */
+export async function notifyMaker(trx: Knex.Transaction, requestId: string, outcome: 'approved' | 'rejected' | 'forwarded'): Promise<void> {
+  const request = (await trx('approval_requests').where({ id: requestId }).first('id', 'content_type', 'object_repr', 'operation', 'stage', 'maker_id', 'reason')) as
+    | (RequestFacts & { reason: string })
+    | undefined;
+  if (!request?.maker_id) return;
+  const titles = { approved: 'Your request was approved', rejected: 'Your request was rejected', forwarded: 'Your request moved to its next stage' };
+  await notify(trx, {
+    userIds: [request.maker_id],
+    kind: `approval_${outcome}` as const,
+    title: titles[outcome],
+    body: outcome === 'rejected' && request.reason ? `${describe(request)}. Reason: ${request.reason}` : describe(request),
+    target: { model: REQUEST_MODEL, pk: request.id },
+  });
+}

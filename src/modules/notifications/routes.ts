@@ -1,0 +1,102 @@
+import type Router from '@koa/router';
+import type { OpenAPIRegistry } from '@asteasolutions/zod-to-openapi';
+import type { Context, Middleware } from 'koa';
+import type { AppContext } from '../../context.ts';
+import { respond } from '../../http/envelope.ts';
+import { HttpError } from '../../http/errors.ts';
+import { formatTimestamp } from '../mobile/dates.ts';
+import { acceptOnly, documentRoutes, invalidParameter, positiveInteger, singleParameter } from '../mobile/parameters.ts';
+import { unreadNotifications } from '../mobile/account.ts';
+import type { MobileState } from '../mobile/guard.ts';
+import { NOTIFICATION_KINDS } from './service.ts';
+
+export const NOTIFICATIONS_MAX_PAGE_SIZE = 100;
+const DEFAULT_PAGE_SIZE = 20;
+const LIST_PARAMETERS = ['page', 'page_size', 'unread', 'kind'];
+
+interface NotificationRow {
+  id: string | number;
+  kind: string;
+  title: string;
+  body: string;
+  target_model: string | null;
+  target_pk: string | null;
+  read: boolean;
+  created_at: Date;
+}
+
+function present(row: NotificationRow) {
+  return {
+    id: String(row.id),
+    kind: row.kind,
+    title: row.title,
+    body: row.body,
+    target: row.target_model && row.target_pk ? { model: row.target_model, pk: row.target_pk } : null,
+    read: row.read,
+    created_at: formatTimestamp(row.created_at),
+  };
+}
+
+function userOf(ctx: Context): string {
+  return (ctx.state as MobileState).mobile.principal.user.id;
+}
+
+/** notifications/...: the caller's own rows only; another user's id answers 404 like a missing one. */
+export function registerNotificationRoutes(router: Router, app: AppContext, authenticated: Middleware, path: (relative: string) => string, docs: OpenAPIRegistry): void {
+  router.get(path('notifications/'), authenticated, async (ctx) => {
+    acceptOnly(ctx, LIST_PARAMETERS);
+    const page = positiveInteger(ctx, 'page', 1, 1_000_000);
+    const pageSize = positiveInteger(ctx, 'page_size', DEFAULT_PAGE_SIZE, NOTIFICATIONS_MAX_PAGE_SIZE);
+    const unread = singleParameter(ctx, 'unread', 10);
+    if (unread !== undefined && !['1', '0', 'true', 'false'].includes(unread)) throw invalidParameter('unread', 'unread must be 1 or 0.');
+    const kind = singleParameter(ctx, 'kind', 50);
+    if (kind !== undefined && !(kind in NOTIFICATION_KINDS)) {
+      throw invalidParameter('kind', `kind must be one of ${Object.keys(NOTIFICATION_KINDS).join(', ')}.`);
+    }
+    const userId = userOf(ctx);
+    const filtered = app.db('notifications').where({ user_id: userId });
+    if (unread === '1' || unread === 'true') filtered.where({ read: false });
+    if (kind) filtered.where({ kind });
+    const [rows, total, unreadCount] = await Promise.all([
+      filtered.clone().orderBy('id', 'desc').limit(pageSize).offset((page - 1) * pageSize).select('*') as Promise<NotificationRow[]>,
+      filtered.clone().count({ count: '*' }).first() as Promise<{ count: string | number }>,
+      unreadNotifications(app.db, userId),
+    ]);
+    const count = Number(total.count);
+    respond(ctx, `${count} notification(s).`, {
+      timezone: 'UTC',
+      results: rows.map(present),
+      pagination: { page, page_size: pageSize, total: count, pages: Math.max(1, Math.ceil(count / pageSize)) },
+      unread_count: unreadCount,
+    });
+  });
+
+  router.get(path('notifications/unread-count/'), authenticated, async (ctx) => {
+    acceptOnly(ctx, []);
+    const count = await unreadNotifications(app.db, userOf(ctx));
+    respond(ctx, `${count} unread.`, { unread_count: count });
+  });
+
+  router.post(path('notifications/read-all/'), authenticated, async (ctx) => {
+    const marked = await app.db('notifications').where({ user_id: userOf(ctx), read: false }).update({ read: true });
+    respond(ctx, `${marked} notification(s) marked read.`, { marked, unread_count: 0 });
+  });
+
+  router.post(path('notifications/:id/read/'), authenticated, async (ctx) => {
+    const id = ctx.params.id!;
+    const userId = userOf(ctx);
+    // bigint ids only: anything else cannot name a row, and must not reach PostgreSQL as a bigint
+    const found = /^\d{1,18}$/.test(id)
+      ? ((await app.db('notifications').where({ id, user_id: userId }).update({ read: true }).returning(['id', 'kind', 'title', 'body', 'target_model', 'target_pk', 'read', 'created_at'])) as NotificationRow[])
+      : [];
+    if (!found.length) throw new HttpError(404, 'Notification not found.', 'not_found');
+    respond(ctx, 'Marked read.', { notification: present(found[0]!), unread_count: await unreadNotifications(app.db, userId) });
+  });
+
+  documentRoutes(docs, path, [
+    ['get', 'notifications/', 'Your notifications, newest first (page, page_size up to 100, unread=1, kind); with unread_count', null, { 400: 'Bad page, page_size, unread or kind' }],
+    ['get', 'notifications/unread-count/', 'The bell counter (equals unread_notifications in me/)', null, {}],
+    ['post', 'notifications/{id}/read/', 'Mark one notification read', null, { 404: 'No such notification of yours' }],
+    ['post', 'notifications/read-all/', 'Mark all your notifications read', null, {}],
+  ]);
+}

@@ -1,0 +1,73 @@
+import fs from 'node:fs';
+import type Router from '@koa/router';
+import type { OpenAPIRegistry } from '@asteasolutions/zod-to-openapi';
+import type { Context, Middleware } from 'koa';
+import type { AppContext } from '../../context.ts';
+import { respond } from '../../http/envelope.ts';
+import { ForbiddenError, HttpError } from '../../http/errors.ts';
+import { acceptOnly, documentRoutes, positiveInteger } from '../mobile/parameters.ts';
+import type { MobileState } from '../mobile/guard.ts';
+import { queueReportRun, resultPayload } from './service.ts';
+
+const RESULT_PAGE_SIZE = 50;
+const RESULT_MAX_PAGE_SIZE = 200;
+
+function principalOf(ctx: Context) {
+  return (ctx.state as MobileState).mobile.principal;
+}
+
+function requireView(app: AppContext, ctx: Context, model: 'report' | 'reportresult'): void {
+  const site = app.backoffice.site;
+  const bound = site.get('report', model)!;
+  if (!site.can(principalOf(ctx), bound, 'view')) throw new ForbiddenError(`You do not have permission to view ${bound.verboseNamePlural}.`, 'permission_denied');
+}
+
+function numericPk(value: string, what: string): number {
+  if (!/^\d{1,9}$/.test(value)) throw new HttpError(404, `${what} not found.`, 'not_found');
+  return Number(value);
+}
+
+/**
+ * reports/: a result's header and rows page by page, its CSV file, and starting a run. A result
+ * is read here, not through the generic data API: data/report/reportresult/<pk>/ answers 404.
+ */
+export function registerReportRoutes(router: Router, app: AppContext, authenticated: Middleware, path: (relative: string) => string, docs: OpenAPIRegistry): void {
+  router.get(path('reports/results/:pk/'), authenticated, async (ctx) => {
+    requireView(app, ctx, 'reportresult');
+    acceptOnly(ctx, ['page', 'page_size']);
+    const page = positiveInteger(ctx, 'page', 1, 1_000_000);
+    const pageSize = positiveInteger(ctx, 'page_size', RESULT_PAGE_SIZE, RESULT_MAX_PAGE_SIZE);
+    const payload = await resultPayload(app.db, numericPk(ctx.params.pk!, 'Report result'), page, pageSize);
+    if (!payload) throw new HttpError(404, 'Report result not found.', 'not_found');
+    respond(ctx, `${payload.status_display}.`, payload);
+  });
+
+  router.get(path('reports/results/:pk/csv/'), authenticated, async (ctx) => {
+    requireView(app, ctx, 'reportresult');
+    const row = (await app.db('report_results').where({ id: numericPk(ctx.params.pk!, 'Report result'), status: 'done' }).first('id', 'file_path')) as { id: number; file_path: string | null } | undefined;
+    if (!row?.file_path || !fs.existsSync(row.file_path)) throw new HttpError(404, 'This result has no file.', 'not_found');
+    ctx.type = 'text/csv; charset=utf-8';
+    ctx.attachment(`report-result-${row.id}.csv`);
+    ctx.body = fs.createReadStream(row.file_path);
+  });
+
+  router.post(path('reports/:pk/run/'), authenticated, async (ctx) => {
+    requireView(app, ctx, 'report');
+    const reportId = numericPk(ctx.params.pk!, 'Report');
+    const principal = principalOf(ctx);
+    const visible = await app.db('reports').where({ id: reportId }).first('id');
+    if (!visible) throw new HttpError(404, 'Report not found.', 'not_found');
+    const resultId = await app.db.transaction((trx) => queueReportRun(trx, reportId, principal.user.id));
+    respond(ctx, 'Report queued.', { result_id: resultId, status: 'queued', result_url: path(`reports/results/${resultId}/`) }, 202);
+  });
+
+  router.all(path('data/report/reportresult/:pk/'), authenticated, () => {
+    throw new HttpError(404, 'Report results are read at reports/results/<pk>/.', 'not_found');
+  });
+
+  documentRoutes(docs, path, [
+    ['get', 'reports/results/{pk}/', 'A report result: header and one page of rows (page, page_size up to 200)', null, { 403: 'No view permission on report results', 404: 'No such result' }],
+    ['get', 'reports/results/{pk}/csv/', "A finished result's CSV file", null, { 403: 'No view permission on report results', 404: 'No such result, or it has no file' }],
+    ['post', 'reports/{pk}/run/', 'Start a run of a report (202 with result_id; the requester is notified when it ends)', null, { 403: 'No view permission on reports', 404: 'No such report' }],
+  ]);
+}

@@ -1,0 +1,108 @@
+import type { FieldErrors, ModelRegistration, Row } from '../backoffice/registry.ts';
+import { hashPassword, validatePassword } from './passwords.ts';
+import { LANGUAGES, TIMEZONE_SET } from './preferences.ts';
+import type { Principal } from './principal.ts';
+import { USERNAME, USERNAME_RULE } from './service.ts';
+
+/** A user may hand out only what they hold themselves: no privilege escalation through the back office. */
+function escalation(cleaned: Row, principal: Principal): FieldErrors | undefined {
+  if (principal.user.is_superuser) return undefined;
+  if (cleaned.is_superuser === true) return { is_superuser: [{ message: 'Only a superuser can make another user a superuser.', code: 'forbidden' }] };
+  const codenames = (cleaned.user_permissions ?? cleaned.permissions ?? []) as string[];
+  const beyond = codenames.filter((codename) => !principal.has(codename));
+  if (beyond.length) {
+    const field = cleaned.user_permissions !== undefined ? 'user_permissions' : 'permissions';
+    return { [field]: [{ message: `You cannot grant permissions you do not hold: ${beyond.slice(0, 5).join(', ')}.`, code: 'forbidden' }] };
+  }
+  return undefined;
+}
+
+export const userAdmin: ModelRegistration = {
+  appLabel: 'auth',
+  model: 'user',
+  table: 'staff_users',
+  verboseName: 'user',
+  repr: (row) => String(row.username),
+  reprColumns: ['username'],
+  columns: [
+    { name: 'username' },
+    { name: 'full_name', label: 'Full name' },
+    { name: 'email' },
+    { name: 'is_active', label: 'Active', kind: 'bool' },
+    { name: 'is_superuser', label: 'Superuser', kind: 'bool' },
+    { name: 'last_login', label: 'Last login' },
+  ],
+  titleColumn: 'username',
+  dateColumn: 'last_login',
+  filters: [{ type: 'choice', field: 'is_active', title: 'Active' }, { type: 'choice', field: 'is_superuser', title: 'Superuser' }],
+  searchFields: ['^username', 'full_name', '^email'],
+  ordering: ['username'],
+  fields: {
+    password_hash: { hidden: true },
+    password: { virtual: true, type: 'string', required: false, maxLength: 4096, help: 'Required for a new user; change it later on the password form.' },
+    groups: { type: 'm2m', related: 'auth.group', through: { table: 'staff_user_groups', sourceColumn: 'user_id', targetColumn: 'group_id' }, virtual: true },
+    user_permissions: { type: 'm2m', label: 'User permissions', through: { table: 'staff_user_permissions', sourceColumn: 'user_id', targetColumn: 'codename' }, virtual: true, permissionChoices: true },
+    timezone: { help: 'An IANA time zone name, such as Europe/Istanbul.' },
+    language: { choices: LANGUAGES },
+    date_format: { help: 'How dates read on the web: YYYY-MM-DD, DD.MM.YYYY, MM/DD/YYYY ...' },
+    time_format: { help: 'HH:mm (24 hours) or h:mm a (12 hours).' },
+    show_today: { label: 'Show "Today"' },
+  },
+  form: ['username', 'password', 'full_name', 'email', 'is_active', 'is_staff', 'is_superuser', 'groups', 'user_permissions', 'timezone', 'language', 'mobile',
+    'date_format', 'time_format', 'show_today', 'last_login', 'date_joined'],
+  fieldsets: [
+    { title: null, fields: ['username', 'password'] },
+    { title: 'Personal info', fields: ['full_name', 'email', 'mobile'] },
+    { title: 'Permissions', fields: ['is_active', 'is_staff', 'is_superuser', 'groups', 'user_permissions'] },
+    { title: 'Preferences', fields: ['timezone', 'language', 'date_format', 'time_format', 'show_today'] },
+    { title: 'Important dates', fields: ['last_login', 'date_joined'] },
+  ],
+  readonly: ['last_login', 'date_joined'],
+  hooks: {
+    clean(cleaned, before, principal) {
+      const errors: FieldErrors = {};
+      if (typeof cleaned.username === 'string' && !USERNAME.test(cleaned.username)) {
+        errors.username = [{ message: `${USERNAME_RULE}.`, code: 'invalid' }];
+      }
+      if (typeof cleaned.timezone === 'string' && !TIMEZONE_SET.has(cleaned.timezone)) errors.timezone = [{ message: 'Enter a valid IANA time zone.', code: 'invalid' }];
+      if (!before && typeof cleaned.password !== 'string') errors.password = [{ message: 'This field is required.', code: 'required' }];
+      if (before && cleaned.password) errors.password = [{ message: 'Change a password with the password form.', code: 'invalid' }];
+      if (!before && typeof cleaned.password === 'string') {
+        const attributes = { username: String(cleaned.username ?? ''), full_name: String(cleaned.full_name ?? ''), email: String(cleaned.email ?? '') };
+        const problems = validatePassword(cleaned.password, attributes);
+        if (problems.length) errors.password = problems;
+      }
+      return Object.keys(errors).length ? errors : escalation(cleaned, principal);
+    },
+    async beforeSave({ values, cleaned, before }) {
+      if (!before) values.password_hash = await hashPassword(String(cleaned.password));
+      // A deactivated user's web sessions end with it; the device checks refuse its tokens.
+      if (before && values.is_active === false) values.password_changed_at = new Date();
+    },
+  },
+  menu: { group: 'Administration', icon: 'person' },
+};
+
+export const groupAdmin: ModelRegistration = {
+  appLabel: 'auth',
+  model: 'group',
+  table: 'staff_groups',
+  verboseName: 'group',
+  repr: (row) => String(row.name),
+  reprColumns: ['name'],
+  columns: [{ name: 'name' }],
+  titleColumn: 'name',
+  searchFields: ['name'],
+  ordering: ['name'],
+  fields: {
+    permissions: { type: 'm2m', through: { table: 'staff_group_permissions', sourceColumn: 'group_id', targetColumn: 'codename' }, virtual: true, permissionChoices: true },
+  },
+  form: ['name', 'permissions'],
+  hooks: {
+    clean(cleaned, _before, principal) {
+      if (typeof cleaned.name === 'string' && cleaned.name.length > 150) return { name: [{ message: 'At most 150 characters.', code: 'max_length' }] };
+      return escalation(cleaned, principal);
+    },
+  },
+  menu: { group: 'Administration', icon: 'group' },
+};

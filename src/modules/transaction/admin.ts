@@ -1,0 +1,111 @@
+import { DECISION_CHOICES, decisionTone } from '../backoffice/declare.ts';
+import type { ModelRegistration } from '../backoffice/registry.ts';
+
+const CHANNEL_CHOICES = [
+  { value: '0', label: 'Unknown' },
+  { value: '1', label: 'Web' },
+  { value: '2', label: 'Mobile' },
+  { value: '3', label: 'API' },
+  { value: '4', label: 'Branch' },
+];
+
+/** What staff may correct on a scored record: its status and description; scores change by decision only. */
+const SHARED = {
+  disabled: { add: true, delete: true } as const,
+  readonlyScored: ['transaction_ref', 'customer_id', 'event_slug', 'event_date', 'score', 'decision', 'rule_check', 'created_at', 'updated_at'],
+};
+
+export const financialEventAdmin: ModelRegistration = {
+  appLabel: 'transaction',
+  model: 'financialevent',
+  table: 'financial_transactions',
+  verboseName: 'financial event',
+  repr: (row) => String(row.transaction_ref),
+  reprColumns: ['transaction_ref'],
+  columns: [
+    { name: 'transaction_ref', label: 'Reference' },
+    { name: 'customer_ref', label: 'Customer' },
+    { name: 'event_slug', label: 'Event' },
+    { name: 'amount', kind: 'number' },
+    { name: 'currency' },
+    { name: 'io_type', label: 'Direction', kind: 'text' },
+    { name: 'score', kind: 'number' },
+    { name: 'decision', tone: decisionTone },
+    { name: 'event_date', label: 'Date' },
+  ],
+  titleColumn: 'transaction_ref',
+  statusColumn: 'decision',
+  dateColumn: 'event_date',
+  filters: [
+    { type: 'choice', field: 'decision' },
+    { type: 'choice', field: 'io_type', title: 'Direction' },
+    { type: 'range', field: 'score' },
+    { type: 'range', field: 'amount' },
+    { type: 'range', field: 'event_date', title: 'Date' },
+  ],
+  searchFields: ['=transaction_ref', '^customer_ref'],
+  ordering: ['-event_date'],
+  fields: {
+    customer_id: { related: 'customer.customer', label: 'Customer' },
+    event_slug: { related: 'engine.event', label: 'Event' },
+    decision: { choices: DECISION_CHOICES },
+    io_type: { label: 'Direction', choices: [{ value: '0', label: 'Incoming' }, { value: '1', label: 'Outgoing' }] },
+    channel: { choices: CHANNEL_CHOICES },
+  },
+  form: ['transaction_ref', 'customer_id', 'event_slug', 'amount', 'currency', 'io_type', 'event_date', 'payment_method', 'status', 'event_description',
+    'score', 'decision', 'rule_check', 'created_at', 'updated_at'],
+  fieldsets: [
+    { title: null, fields: ['transaction_ref', 'customer_id', 'event_slug', 'amount', 'currency', 'io_type', 'event_date', 'payment_method'] },
+    { title: 'Review', fields: ['status', 'event_description'] },
+    { title: 'Scoring', fields: ['score', 'decision', 'rule_check'] },
+    { title: 'History', fields: ['created_at', 'updated_at'], classes: ['collapse'] },
+  ],
+  readonly: [...SHARED.readonlyScored, 'amount', 'currency', 'io_type', 'payment_method'],
+  inlines: [
+    { model: 'engine.executionlog', fk: 'record_id', label: 'Execution history', ordering: '-created_at' },
+    { model: 'engine.compliancedecision', fk: 'target_id', label: 'Compliance decisions', ordering: '-created_at' },
+  ],
+  disabled: SHARED.disabled,
+  menu: { group: 'Monitoring', icon: 'payments' },
+};
+
+export const nonFinancialEventAdmin: ModelRegistration = {
+  appLabel: 'transaction',
+  model: 'nonfinancialevent',
+  table: 'non_financial_events',
+  verboseName: 'non-financial event',
+  repr: (row) => String(row.transaction_ref ?? row.id),
+  reprColumns: ['transaction_ref', 'id'],
+  columns: [
+    { name: 'transaction_ref', label: 'Reference' },
+    { name: 'customer_ref', label: 'Customer' },
+    { name: 'event_slug', label: 'Event' },
+    { name: 'score', kind: 'number' },
+    { name: 'decision', tone: decisionTone },
+    { name: 'event_date', label: 'Date' },
+  ],
+  titleColumn: 'transaction_ref',
+  statusColumn: 'decision',
+  dateColumn: 'event_date',
+  filters: [
+    { type: 'choice', field: 'decision' },
+    { type: 'range', field: 'score' },
+    { type: 'range', field: 'event_date', title: 'Date' },
+  ],
+  searchFields: ['=transaction_ref', '^customer_ref'],
+  ordering: ['-event_date'],
+  fields: {
+    customer_id: { related: 'customer.customer', label: 'Customer' },
+    event_slug: { related: 'engine.event', label: 'Event' },
+    decision: { choices: DECISION_CHOICES },
+    channel: { choices: CHANNEL_CHOICES },
+  },
+  form: ['transaction_ref', 'customer_id', 'event_slug', 'event_date', 'status', 'event_description', 'score', 'decision', 'rule_check', 'created_at', 'updated_at'],
+  readonly: SHARED.readonlyScored,
+  inlines: [
+    { model: 'engine.executionlog', fk: 'record_id', label: 'Execution history', ordering: '-created_at' },
+    { model: 'engine.compliancedecision', fk: 'target_id', label: 'Compliance decisions', ordering: '-created_at' },
+  ],
+  disabled: SHARED.disabled,
+  menu: { group: 'Monitoring', icon: 'event' },
+};

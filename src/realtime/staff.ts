@@ -1,0 +1,295 @@
+import { randomUUID } from 'node:crypto';
+import type http from 'node:http';
+import type { Duplex } from 'node:stream';
+import type { Knex } from 'knex';
+import { createClient, type RedisClientType } from 'redis';
+import { WebSocketServer, type WebSocket } from 'ws';
+import type { Executor } from '../db/knex.ts';
+import { announce, CHANNELS, type NotificationHub } from '../db/notifications.ts';
+import type { Logger } from '../logger.ts';
+import type { AdminSite } from '../modules/backoffice/site.ts';
+import { WEBSOCKET_PATH } from '../modules/mobile/constants.ts';
+import { DEVICE_REVOKED_CHANNEL } from '../modules/mobile/devices.ts';
+import { authenticateCaller, type Identity } from '../modules/mobile/identity.ts';
+import { offerCalls, SESSION_MODEL } from '../modules/dashboard/videocall.ts';
+import type { LiveMessage, LivePublisher } from './live-message.ts';
+
+/** What travels between processes: the message plus the ids every recipient sees alike. */
+interface Envelope {
+  correlation_id: string;
+  timestamp: number;
+  message: LiveMessage;
+}
+
+interface SocketState {
+  /** The socket session token given at login; it is the broadcasts' client_id. */
+  clientId: string | null;
+  userId: string | null;
+  deviceId: string | null;
+  permissions: ReadonlySet<string>;
+  alive: boolean;
+  openedAt: number;
+}
+
+export interface LiveSettings {
+  /** How often every socket is pinged; a socket that did not answer the previous ping is closed. */
+  heartbeatMs: number;
+  /** A socket that has not logged in this long after opening is closed. */
+  loginTimeoutMs: number;
+}
+
+const DEFAULT_SETTINGS: LiveSettings = { heartbeatMs: 30_000, loginTimeoutMs: 60_000 };
+const REDIS_CHANNEL = 'warden:live';
+/** PostgreSQL refuses NOTIFY payloads of 8000 bytes or more. */
+const MAX_PAYLOAD_BYTES = 7900;
+/** Close code for a socket whose device was revoked (application range 4000-4999). */
+export const CLOSE_DEVICE_REVOKED = 4001;
+
+/**
+ * The staff live socket (the spec's Events): a plain WebSocket at WEBSOCKET_PATH, JSON text frames.
+ * A client logs in with its mobile access token; after that it receives broadcasts meant for
+ * everyone or for its user, filtered by the models it may view. It is a refresh trigger: payloads
+ * name what changed, the data is read from REST.
+ *
+ * Messages are published through PostgreSQL NOTIFY (inside the writer's transaction, so they go
+ * out only at commit) and every process delivers them to its own sockets; with REDIS_URL set they
+ * go through Redis pub/sub instead (published after the writer's commit).
+ */
+export class StaffLive implements LivePublisher {
+  private wss: WebSocketServer | undefined;
+  private identity: Identity | undefined;
+  private readonly loggedIn = new Set<WebSocket>();
+  private readonly states = new WeakMap<WebSocket, SocketState>();
+  private readonly byDevice = new Map<string, Set<WebSocket>>();
+  private heartbeat: NodeJS.Timeout | undefined;
+  private publisher: RedisClientType | undefined;
+  private subscriber: RedisClientType | undefined;
+  private readonly settings: LiveSettings;
+
+  constructor(
+    private readonly db: Knex,
+    private readonly site: AdminSite,
+    private readonly hub: NotificationHub,
+    private readonly logger: Logger,
+    private readonly redisUrl: string | undefined,
+    settings: Partial<LiveSettings> = {},
+  ) {
+    this.settings = { ...DEFAULT_SETTINGS, ...settings };
+    hub.subscribe(DEVICE_REVOKED_CHANNEL, (deviceId) => this.closeDevice(deviceId));
+    if (!redisUrl) hub.subscribe(CHANNELS.live, (payload) => this.deliverPayload(payload));
+    // Every process hears the queue's trigger, so each delivers to its own sockets (no re-publish).
+    hub.subscribe(CHANNELS.videoQueue, (payload) => this.onVideoQueue(payload));
+    // Lists refresh when a registered model's record changes through the write chain.
+    site.changeListeners.push((change) => {
+      this.publish(this.db, {
+        to: 'mainstream',
+        type: 'recordChange',
+        model: change.model,
+        data: { model: change.model, pk: change.pk, operation: change.operation },
+      }).catch((error) => this.logger.warn({ err: error }, 'live record change not published'));
+    });
+  }
+
+  /** The mobile identity layer that checks socket logins (the same checks as HTTP). */
+  useIdentity(identity: Identity): void {
+    this.identity = identity;
+  }
+
+  /** Takes over upgrade requests for WEBSOCKET_PATH on the HTTP server; other paths are left to socket.io. */
+  async attach(server: http.Server): Promise<void> {
+    if (this.redisUrl) await this.connectRedis(this.redisUrl);
+    this.wss = new WebSocketServer({ noServer: true, maxPayload: 64 * 1024, perMessageDeflate: false });
+    server.on('upgrade', (request: http.IncomingMessage, socket: Duplex, head: Buffer) => {
+      const path = (request.url ?? '').split('?')[0]!;
+      if (path !== WEBSOCKET_PATH && path !== WEBSOCKET_PATH.slice(0, -1)) return;
+      this.wss!.handleUpgrade(request, socket, head, (ws) => this.accept(ws));
+    });
+    this.heartbeat = setInterval(() => this.beat(), this.settings.heartbeatMs);
+    this.heartbeat.unref();
+  }
+
+  /** How many sockets are logged in on this process (for tests and the benchmark). */
+  get loggedInCount(): number {
+    return this.loggedIn.size;
+  }
+
+  /**
+   * Publishes a message to every process. With an open transaction as executor, PostgreSQL sends
+   * it at commit (and drops it on rollback); with Redis it is published once the transaction commits.
+   */
+  async publish(executor: Executor, message: LiveMessage): Promise<void> {
+    const envelope: Envelope = { correlation_id: randomUUID(), timestamp: Date.now(), message };
+    let payload = JSON.stringify(envelope);
+    if (Buffer.byteLength(payload) > MAX_PAYLOAD_BYTES) {
+      // A refresh trigger does not need its details: the client reads the record over REST.
+      payload = JSON.stringify({ ...envelope, message: { ...message, data: { truncated: true } } });
+    }
+    if (this.publisher) {
+      const publisher = this.publisher;
+      const send = () => publisher.publish(REDIS_CHANNEL, payload).then(() => undefined);
+      const transaction = executor as Knex.Transaction;
+      if (transaction.isTransaction) {
+        transaction.executionPromise.then(send, () => undefined).catch((error) => this.logger.warn({ err: error }, 'live message not published'));
+        return;
+      }
+      await send();
+      return;
+    }
+    await announce(executor, CHANNELS.live, payload);
+  }
+
+  async close(): Promise<void> {
+    clearInterval(this.heartbeat);
+    await this.offering;
+    for (const ws of this.wss?.clients ?? []) ws.terminate();
+    await new Promise<void>((resolve) => (this.wss ? this.wss.close(() => resolve()) : resolve()));
+    await this.subscriber?.quit().catch(() => {});
+    await this.publisher?.quit().catch(() => {});
+  }
+
+  private async connectRedis(url: string): Promise<void> {
+    this.publisher = createClient({ url }) as RedisClientType;
+    this.publisher.on('error', (error) => this.logger.warn({ err: error }, 'redis error (live publisher)'));
+    await this.publisher.connect();
+    this.subscriber = this.publisher.duplicate() as RedisClientType;
+    this.subscriber.on('error', (error) => this.logger.warn({ err: error }, 'redis error (live subscriber)'));
+    await this.subscriber.connect();
+    await this.subscriber.subscribe(REDIS_CHANNEL, (payload) => this.deliverPayload(payload));
+  }
+
+  private accept(ws: WebSocket): void {
+    const state: SocketState = { clientId: null, userId: null, deviceId: null, permissions: new Set(), alive: true, openedAt: Date.now() };
+    this.states.set(ws, state);
+    ws.on('pong', () => {
+      state.alive = true;
+    });
+    ws.on('message', (data, isBinary) => {
+      if (isBinary) return;
+      void this.onMessage(ws, state, data.toString());
+    });
+    ws.on('close', () => this.forget(ws, state));
+    ws.on('error', () => ws.terminate());
+  }
+
+  private async onMessage(ws: WebSocket, state: SocketState, text: string): Promise<void> {
+    let message: { type?: unknown; payload?: { token?: unknown } } | null;
+    try {
+      message = JSON.parse(text);
+    } catch {
+      return;
+    }
+    // Only login messages mean anything from a client; the rest is ignored.
+    if (!message || typeof message !== 'object' || message.type !== 'login') return;
+    const token = message.payload && typeof message.payload === 'object' ? message.payload.token : undefined;
+    try {
+      if (typeof token !== 'string' || !token || !this.identity) throw new Error('login refused');
+      const { principal, device } = await authenticateCaller(this.identity, `Bearer ${token}`);
+      if (ws.readyState !== ws.OPEN) return;
+      this.forget(ws, state);
+      state.clientId = randomUUID();
+      state.userId = principal.user.id;
+      state.deviceId = device.id;
+      state.permissions = new Set(this.site.visibleModels(principal).map((model) => model.key));
+      this.loggedIn.add(ws);
+      let sockets = this.byDevice.get(device.id);
+      if (!sockets) this.byDevice.set(device.id, (sockets = new Set()));
+      sockets.add(ws);
+      ws.send(JSON.stringify({ type: 'login', token: state.clientId, permissions: [...state.permissions].sort() }));
+    } catch (error) {
+      // Expired token, revoked device, inactive user or a database error: all look the same to the client.
+      this.logger.debug({ err: error }, 'live socket login refused');
+      // A failed re-login ends the earlier session on this socket: its token no longer holds.
+      this.forget(ws, state);
+      if (ws.readyState === ws.OPEN) ws.send('{"type":"login_failed"}');
+    }
+  }
+
+  private forget(ws: WebSocket, state: SocketState): void {
+    this.loggedIn.delete(ws);
+    if (state.deviceId) {
+      const sockets = this.byDevice.get(state.deviceId);
+      sockets?.delete(ws);
+      if (sockets && !sockets.size) this.byDevice.delete(state.deviceId);
+    }
+    state.clientId = state.userId = state.deviceId = null;
+    state.permissions = new Set();
+  }
+
+  private closeDevice(deviceId: string): void {
+    for (const ws of [...(this.byDevice.get(deviceId) ?? [])]) ws.close(CLOSE_DEVICE_REVOKED, 'device revoked');
+  }
+
+  private offering: Promise<void> | undefined;
+  private offerAgain = false;
+
+  private onVideoQueue(payload: string): void {
+    let data: Record<string, unknown>;
+    try {
+      data = JSON.parse(payload) as Record<string, unknown>;
+    } catch {
+      return;
+    }
+    this.deliver({ correlation_id: randomUUID(), timestamp: Date.now(), message: { to: 'mainstream', type: 'videoCallQueue', model: SESSION_MODEL, data } });
+    if (data.status === 'waiting') this.scheduleOffers();
+  }
+
+  /** One offer round at a time per process; changes during a round ask for one more. */
+  private scheduleOffers(): void {
+    if (this.offering) {
+      this.offerAgain = true;
+      return;
+    }
+    this.offering = offerCalls(this.db)
+      .then(() => undefined)
+      .catch((error) => this.logger.warn({ err: error }, 'video-call offer round failed'))
+      .finally(() => {
+        this.offering = undefined;
+        if (this.offerAgain) {
+          this.offerAgain = false;
+          this.scheduleOffers();
+        }
+      });
+  }
+
+  private deliverPayload(payload: string): void {
+    let envelope: Envelope;
+    try {
+      envelope = JSON.parse(payload) as Envelope;
+    } catch {
+      this.logger.warn('unreadable live message dropped');
+      return;
+    }
+    this.deliver(envelope);
+  }
+
+  /** Sends to this process's sockets; the frame is serialised once, each socket only adds its client_id. */
+  private deliver(envelope: Envelope): void {
+    const { message } = envelope;
+    const tail = `","timestamp":${envelope.timestamp},"correlation_id":${JSON.stringify(envelope.correlation_id)},"data":${JSON.stringify({
+      to: message.to,
+      type: message.type,
+      model: message.model ?? null,
+      data: message.data,
+    })}}`;
+    for (const ws of this.loggedIn) {
+      const state = this.states.get(ws)!;
+      if (message.to !== 'mainstream' && message.to !== state.userId) continue;
+      if (message.model && !state.permissions.has(message.model)) continue;
+      ws.send(`{"event":"broadcast","client_id":"${state.clientId}${tail}`);
+    }
+  }
+
+  private beat(): void {
+    const now = Date.now();
+    for (const ws of this.wss?.clients ?? []) {
+      const state = this.states.get(ws);
+      if (!state) continue;
+      if (!state.alive || (!state.clientId && now - state.openedAt > this.settings.loginTimeoutMs)) {
+        ws.terminate();
+        continue;
+      }
+      state.alive = false;
+      ws.ping();
+    }
+  }
+}

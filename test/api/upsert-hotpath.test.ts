@@ -1,0 +1,251 @@
+/**
+ * The scoring hot path (issue 17): large batches COPY their execution logs in one transaction
+ * with the records, and the per-customer window query gives exactly the aggregates of a plain
+ * scan over every stored and earlier batch transaction.
+ */
+import test from 'ava';
+import { randomUUID } from 'node:crypto';
+import { COPY_FROM_LOGS } from '../../src/modules/records/sql.ts';
+import { buildDecisionContext } from '../../src/modules/rules/evaluate.ts';
+import { computeAggregates, type AggregateItem } from '../../src/modules/transaction/aggregates.ts';
+import { random } from '../../bench/random.ts';
+import { startTestApp, type TestApp } from '../helpers/app.ts';
+import { countRows, defineEvents, hoursAgo, loadRuleSet } from '../helpers/fixtures.ts';
+
+const FINANCIAL = '/api/transaction/financial/upsert/';
+const LARGE = COPY_FROM_LOGS + 8;
+
+let app: TestApp;
+let token: string;
+test.before(async () => {
+  app = await startTestApp();
+  token = await app.merchantToken();
+  await defineEvents(app.context, [['deposit', 1]]);
+  await loadRuleSet(app.context, [
+    { code: 'LARGE_AMOUNT', name: 'Large amount', target: 'financial', expression: { '>=': [{ var: 'record.amount' }, 5000] }, score: 40 },
+    { code: 'VELOCITY_1H', name: 'Velocity', target: 'financial', expression: { '>=': [{ var: 'aggregates.count_1h' }, 3] }, score: 30 },
+  ]);
+  await app.request('POST', '/api/customer/upsert/', { token, json: [{ customer_ref: 'h-1', loyalty: 'gold' }, { customer_ref: 'h-2' }, { customer_ref: 'h-3' }] });
+});
+test.after.always(async () => {
+  await app?.close();
+});
+
+const record = (ref: string, extra: Record<string, unknown> = {}) => ({
+  customer_ref: 'h-1',
+  event_slug: 'deposit',
+  amount: '7000.00',
+  currency: 'EUR',
+  transaction_ref: ref,
+  io_type: 0,
+  event_date: hoursAgo(0.5),
+  ...extra,
+});
+
+test.serial('a large batch stores every log by COPY, with refs and extras holding tabs, newlines and backslashes intact', async (t) => {
+  const awkward = 'tab\there\nnew line \\ back\\slash \\N "quoted" é ✓';
+  const batch = Array.from({ length: LARGE }, (_, index) => record(`copy-${index}${index === 3 ? '\t\\x\ny' : ''}`, { note: awkward, nested: { path: 'a\\b', list: [1, '\r'] } }));
+  const response = await app.request('POST', FINANCIAL, { token, json: batch });
+  t.is(response.status, 200);
+  const results = response.body.data.results as Array<{ id: string; log_id: string; transaction_ref: string; score: number }>;
+  t.is(results.length, LARGE);
+  const logs = await app.database.knex('execution_logs').whereIn('id', results.map((result) => result.log_id));
+  t.is(logs.length, LARGE);
+  const byId = new Map(logs.map((log) => [log.id, log]));
+  for (const result of results) {
+    const log = byId.get(result.log_id)!;
+    t.is(log.record_id, result.id);
+    t.is(log.record_ref, result.transaction_ref);
+    t.is(Number(log.score), result.score);
+    t.is(log.data_context.transaction.note, awkward);
+    t.is(log.data_context.transaction['nested.path'], 'a\\b');
+    t.is(log.data_context.transaction['nested.list.1'], '\r');
+    t.is(log.data_context.customer.loyalty, 'gold');
+    t.deepEqual(log.rule_versions, { LARGE_AMOUNT: 1, VELOCITY_1H: 1 });
+  }
+  t.is(results[3]!.transaction_ref, 'copy-3\t\\x\ny');
+  // Later records of the batch see the earlier ones: 3 within the hour from the fourth on.
+  t.true(results.slice(3).every((result) => result.score === 70));
+  t.deepEqual(results.slice(0, 3).map((result) => result.score), [40, 40, 40]);
+});
+
+test.serial('the decision context of a large batch is the one buildDecisionContext describes', async (t) => {
+  const batch = Array.from({ length: LARGE }, (_, index) => record(`ctx-${index}`, { customer_ref: index % 2 ? 'h-3' : 'h-2', geo: { country: 'de' } }));
+  const response = await app.request('POST', FINANCIAL, { token, json: batch });
+  const results = response.body.data.results as Array<{ log_id: string }>;
+  const log = await app.database.knex('execution_logs').where({ id: results[LARGE - 1]!.log_id }).first();
+  const stored = await app.database.knex('financial_transactions').where({ transaction_ref: `ctx-${LARGE - 1}` }).first();
+  const customer = await app.database.knex('customers').where({ customer_ref: 'h-3' }).first();
+  const expected = buildDecisionContext({
+    target: 'financial',
+    record: log.data_context.transaction,
+    customer: log.data_context.customer,
+    event: { slug: 'deposit', name: 'deposit', type: 1 },
+    aggregates: log.data_context.aggregates,
+  });
+  t.deepEqual(log.data_context, expected);
+  t.is(log.data_context.transaction.amount, 7000);
+  t.is(log.data_context.transaction.transaction_ref, stored.transaction_ref);
+  t.is(log.data_context.customer.customer_ref, customer.customer_ref);
+  t.is(log.data_context.aggregates.count_1h, (LARGE - 1 - 1) / 2);
+});
+
+test.serial('a failure while a large batch COPYs its logs stores nothing of it; a retry then succeeds', async (t) => {
+  await app.database.knex.raw(`
+    create function fail_on_copy_boom() returns trigger language plpgsql as $$
+    begin if new.record_ref = 'copy-boom' then raise exception 'injected fault'; end if; return new; end $$;
+    create trigger fail_on_copy_boom before insert on execution_logs for each row execute function fail_on_copy_boom();`);
+  const batch = Array.from({ length: LARGE }, (_, index) => record(index === LARGE - 2 ? 'copy-boom' : `boom-batch-${index}`));
+  const before = await countRows(app.database.knex, 'financial_transactions');
+  const failed = await app.request('POST', FINANCIAL, { token, json: batch });
+  t.is(failed.status, 500);
+  t.is(await countRows(app.database.knex, 'financial_transactions'), before);
+  t.is(await countRows(app.database.knex, 'execution_logs', { record_ref: 'boom-batch-0' }), 0);
+  await app.database.knex.raw('drop trigger fail_on_copy_boom on execution_logs; drop function fail_on_copy_boom()');
+  const retried = await app.request('POST', FINANCIAL, { token, json: batch });
+  t.is(retried.status, 200);
+  t.is(await countRows(app.database.knex, 'financial_transactions'), before + LARGE);
+  t.is(await countRows(app.database.knex, 'execution_logs', { record_ref: 'copy-boom' }), 1);
+});
+
+test.serial('a large batch re-sent updates its records and logs them again under the same ids', async (t) => {
+  const batch = Array.from({ length: LARGE }, (_, index) => record(`again-${index}`));
+  const first = await app.request('POST', FINANCIAL, { token, json: batch });
+  const second = await app.request('POST', FINANCIAL, { token, json: batch });
+  const ids = (response: typeof first) => response.body.data.results.map((result: { id: string }) => result.id);
+  t.deepEqual(ids(second), ids(first));
+  t.true(second.body.data.results.every((result: { action: string }) => result.action === 'updated'));
+  const logs = await app.database.knex('execution_logs').whereIn('id', second.body.data.results.map((result: { log_id: string }) => result.log_id));
+  t.deepEqual(logs.map((log) => log.record_id).sort(), [...ids(first)].sort());
+});
+
+/** The aggregates by definition: every earlier transaction of the customer, one by one. */
+function naiveAggregates(history: Array<{ at: number; index: number; cents: number; io: number; device: string | null; ip: string | null; country: string | null }>, item: { at: number; index: number }, first: number | null) {
+  const windows: Array<[string, number]> = [['1h', 3_600_000], ['24h', 86_400_000], ['7d', 7 * 86_400_000], ['30d', 30 * 86_400_000]];
+  const earlier = history.filter((entry) => entry.at < item.at || (entry.at === item.at && entry.index < item.index));
+  const result: Record<string, number | null> = {};
+  for (const [name, span] of windows) {
+    const inside = earlier.filter((entry) => item.at - entry.at <= span);
+    for (const [prefix, io] of [['', null], ['credit_', 0], ['debit_', 1]] as const) {
+      const matching = inside.filter((entry) => io === null || entry.io === io);
+      result[`count_${prefix}${name}`] = matching.length;
+      result[`sum_${prefix}${name}`] = matching.reduce((sum, entry) => sum + entry.cents, 0) / 100;
+    }
+  }
+  const within = (span: number) => earlier.filter((entry) => item.at - entry.at <= span);
+  const distinct = (span: number, key: 'device' | 'ip' | 'country') => new Set(within(span).map((entry) => entry[key]).filter((value) => value !== null)).size;
+  result.distinct_devices_24h = distinct(86_400_000, 'device');
+  result.distinct_devices_30d = distinct(30 * 86_400_000, 'device');
+  result.distinct_ips_24h = distinct(86_400_000, 'ip');
+  result.distinct_ips_30d = distinct(30 * 86_400_000, 'ip');
+  result.distinct_countries_24h = distinct(86_400_000, 'country');
+  result.distinct_countries_30d = distinct(30 * 86_400_000, 'country');
+  const firsts = [first, ...earlier.filter((entry) => entry.index !== Number.MAX_SAFE_INTEGER).map((entry) => entry.at)].filter((value): value is number => value !== null);
+  const firstAt = firsts.length ? Math.min(...firsts) : null;
+  result.days_since_first_transaction = firstAt === null ? null : Math.floor((item.at - firstAt) / 86_400_000);
+  const count = result.count_30d!;
+  result.avg_amount_30d = count ? Math.round(((result.sum_30d as number) / count) * 100) / 100 : null;
+  return result;
+}
+
+test.serial('window aggregates equal a plain scan of every earlier transaction (random histories, ties, re-sent refs, old rows)', async (t) => {
+  const knex = app.database.knex;
+  const next = random(17);
+  const customers = await knex('customers').whereIn('customer_ref', ['h-1', 'h-2']).select('id');
+  const customerIds = customers.map((row) => row.id as string);
+  await knex('execution_logs').delete();
+  await knex('financial_transactions').whereIn('customer_id', customerIds).delete();
+  const now = Date.now();
+  const base = now - 2 * 3_600_000;
+  const stored: Array<{ id: string; ref: string; customerId: string; at: number; cents: number; io: number; device: string | null; ip: string | null; country: string | null }> = [];
+  for (let index = 0; index < 300; index++) {
+    // Ages up to 40 days, many on the same few instants so ties with the batch happen.
+    const at = next() < 0.3 ? base - Math.floor(next() * 5) * 600_000 : now - Math.floor(next() * 40 * 86_400_000);
+    stored.push({
+      id: randomUUID(),
+      ref: `agg-${index}`,
+      customerId: customerIds[index % 2]!,
+      at,
+      cents: 1 + Math.floor(next() * 1_000_000),
+      io: next() < 0.5 ? 0 : 1,
+      device: next() < 0.2 ? null : `d${Math.floor(next() * 6)}`,
+      ip: next() < 0.2 ? null : `10.0.0.${Math.floor(next() * 6)}`,
+      country: next() < 0.3 ? null : ['DE', 'FR', 'TR'][Math.floor(next() * 3)]!,
+    });
+  }
+  await knex('financial_transactions').insert(
+    stored.map((row) => ({
+      id: row.id, transaction_ref: row.ref, customer_id: row.customerId, customer_ref: 'x', event_slug: 'deposit', amount: (row.cents / 100).toFixed(2),
+      currency: 'EUR', io_type: row.io, event_date: new Date(row.at).toISOString(), device_id: row.device, ip_address: row.ip, country: row.country,
+      raw: {}, rule_check: true, created_by: 'test', updated_by: 'test',
+    })),
+  );
+  // The batch: 60 items, some re-sending stored refs (their stored versions must not count), some not scored.
+  const resent = new Set(['agg-1', 'agg-2', 'agg-10', 'agg-11']);
+  const items: AggregateItem[] = Array.from({ length: 60 }, (_, index) => ({
+    index,
+    customerId: customerIds[index % 2]!,
+    eventDate: next() < 0.4 ? base - Math.floor(next() * 5) * 600_000 : now - Math.floor(next() * 3 * 86_400_000),
+    wanted: next() < 0.8,
+    contribution: { amount: (1 + Math.floor(next() * 100_000)) / 100, ioType: next() < 0.5 ? 0 : 1, deviceId: `d${Math.floor(next() * 8)}`, ip: null, country: next() < 0.5 ? 'NL' : null },
+  }));
+  const computed = await computeAggregates(knex, items, [...resent]);
+  let compared = 0;
+  for (const item of items.filter((candidate) => candidate.wanted)) {
+    const storedHistory = stored
+      .filter((row) => row.customerId === item.customerId && !resent.has(row.ref))
+      .map((row) => ({ at: row.at, index: Number.MAX_SAFE_INTEGER, cents: row.cents, io: row.io, device: row.device, ip: row.ip, country: row.country }));
+    const batchHistory = items
+      .filter((other) => other.customerId === item.customerId)
+      .map((other) => ({ at: other.eventDate, index: other.index, cents: Math.round(other.contribution!.amount * 100), io: other.contribution!.ioType, device: other.contribution!.deviceId, ip: other.contribution!.ip, country: other.contribution!.country }));
+    // The first transaction: the earliest stored one (whenever it is), or an earlier batch record.
+    const firstStored = storedHistory.length ? Math.min(...storedHistory.map((entry) => entry.at)) : null;
+    const expected = naiveAggregates([...storedHistory.filter((entry) => entry.at < item.eventDate), ...batchHistory], { at: item.eventDate, index: item.index }, firstStored);
+    t.deepEqual(computed.get(item.index), expected, `item ${item.index}`);
+    compared++;
+  }
+  t.true(compared > 30);
+});
+
+test.serial('dates without a zone, which the service reads as UTC and Date.parse as local time, give the aggregates of their UTC form', async (t) => {
+  const instants = [0.1, 0.4, 0.9, 3, 20].map(hoursAgo);
+  const send = async (form: (iso: string) => string) => {
+    const response = await app.request('POST', FINANCIAL, { token, json: instants.map((at, index) => record(`tz-${index}`, { customer_ref: 'h-3', amount: `${100 + index}.00`, event_date: form(at) })) });
+    t.is(response.status, 200);
+    const logIds = response.body.data.results.map((result: { log_id: string }) => result.log_id);
+    const logs = await app.database.knex('execution_logs').whereIn('id', logIds);
+    const contexts = logIds.map((id: string) => logs.find((log) => log.id === id).data_context.aggregates);
+    await app.database.knex('execution_logs').whereIn('id', logIds).delete();
+    await app.database.knex('financial_transactions').where('transaction_ref', 'like', 'tz-%').delete();
+    return contexts;
+  };
+  const utc = await send((iso) => iso);
+  const zone = process.env.TZ;
+  // 14 hours ahead of UTC: the records' history is read (before validation) around other instants than they carry.
+  process.env.TZ = 'Pacific/Kiritimati';
+  try {
+    t.is(Date.parse('2026-01-01T00:00:00') - Date.parse('2026-01-01T00:00:00Z'), -14 * 3_600_000);
+    t.deepEqual(await send((iso) => iso.slice(0, -1)), utc);
+  } finally {
+    if (zone === undefined) delete process.env.TZ;
+    else process.env.TZ = zone;
+  }
+  t.true(utc[0].count_24h >= 4);
+});
+
+test.serial('a record skipped by validation does not hide its stored version from the aggregates of the others', async (t) => {
+  const stored = await app.request('POST', FINANCIAL, { token, json: record('keep-1', { customer_ref: 'h-3', amount: '10.00', event_date: hoursAgo(0.2) }) });
+  t.is(stored.body.data.results[0].action, 'created');
+  const at = hoursAgo(0.1);
+  const [customer] = await app.database.knex('customers').where({ customer_ref: 'h-3' }).select('id');
+  const expected = (await computeAggregates(app.database.knex, [{ index: 1, customerId: customer.id, eventDate: Date.parse(at), contribution: null, wanted: true }], [])).get(1)!;
+  t.true(expected.count_1h! >= 1);
+  const response = await app.request('POST', FINANCIAL, {
+    token,
+    json: [record('keep-1', { customer_ref: 'h-3', amount: '-5' }), record('after-keep', { customer_ref: 'h-3', amount: '20.00', event_date: at })],
+  });
+  const [skipped, scored] = response.body.data.results;
+  t.is(skipped.action, 'skipped');
+  const log = await app.database.knex('execution_logs').where({ id: scored.log_id }).first();
+  t.deepEqual(log.data_context.aggregates, expected);
+});

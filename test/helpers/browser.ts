@@ -1,0 +1,57 @@
+/**
+ * A real browser for the web admin's tests: Debian's chromium driven by playwright-core (no
+ * browser download). Where chromium is not installed the tests say so visibly and skip; they
+ * never pass silently.
+ */
+import fs from 'node:fs';
+import fsp from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import test, { type ExecutionContext } from 'ava';
+import { chromium, type BrowserContext, type Page } from 'playwright-core';
+
+export const CHROMIUM = process.env.WARDEN_CHROMIUM ?? '/usr/bin/chromium';
+
+const FLAGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
+
+export const browserAvailable = fs.existsSync(CHROMIUM);
+const SKIP_MESSAGE = `browser tests SKIPPED: no chromium at ${CHROMIUM} (apt-get install chromium, or set WARDEN_CHROMIUM)`;
+
+if (!browserAvailable) console.log(SKIP_MESSAGE);
+
+/** A browser with its own fresh profile; close() removes the profile. */
+export async function launchBrowser(): Promise<{ context: BrowserContext; page: Page; close(): Promise<void> }> {
+  const profile = await fsp.mkdtemp(path.join(os.tmpdir(), 'warden-chromium-'));
+  // launchPersistentContext passes the profile as --user-data-dir
+  const context = await chromium.launchPersistentContext(profile, { executablePath: CHROMIUM, headless: true, args: FLAGS });
+  const page = context.pages()[0] ?? (await context.newPage());
+  return {
+    context,
+    page,
+    async close() {
+      await context.close();
+      await fsp.rm(profile, { recursive: true, force: true });
+    },
+  };
+}
+
+/**
+ * A serial test that needs the browser: without one it is registered as skipped and the reason
+ * printed, so the run's output shows it.
+ */
+export function browserTest(title: string, body: (t: ExecutionContext) => Promise<void>): void {
+  if (browserAvailable) {
+    test.serial(title, body);
+  } else {
+    test.serial.skip(`${title} (${SKIP_MESSAGE})`, body);
+  }
+}
