@@ -31,6 +31,11 @@ function poolExecutor(db: Knex): Executor {
       const connection = (await db.client.acquireConnection()) as pg.PoolClient;
       try {
         return await connection.query(text, values as unknown[]);
+      } catch (error) {
+        // pg-boss sends whole `BEGIN; ...; COMMIT` scripts: one that fails midway leaves its
+        // connection inside an aborted transaction, which must not go back to the pool like that.
+        await connection.query('ROLLBACK').catch(() => {});
+        throw error;
       } finally {
         await db.client.releaseConnection(connection);
       }
