@@ -12,10 +12,12 @@ import test from 'ava';
 import { SignJWT } from 'jose';
 import { credentialCommand } from '../../src/cli/credential.ts';
 import type { Database } from '../../src/db/database.ts';
+import { SESSION_COOKIE, startSession } from '../../src/modules/backoffice/web/session.ts';
 import { sweepTemporaryUploads } from '../../src/modules/kyc/multipart.ts';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { countRows, defineEvents } from '../helpers/fixtures.ts';
 import { defineTestFlow, image, openSession, upload, waitFor } from '../helpers/kyc.ts';
+import { pairDevice, PASSWORD, staffUser } from '../helpers/mobile.ts';
 
 const CUSTOMERS = '/api/customer/upsert/';
 const FINANCIAL = '/api/transaction/financial/upsert/';
@@ -303,4 +305,57 @@ test('a session for a customer_ref with no customer record fails its document co
   t.is(result.code, 'fail');
   t.is(result.message, 'There is no customer record with customer_ref nobody-here to compare the document with.');
   t.deepEqual(result.data.mismatched_fields, ['customer_ref']);
+});
+
+/**
+ * Runs `request` while a transaction holds the staff user's row, and deletes the user once the
+ * request waits on that row: the user vanishes between the request's authentication and its write.
+ */
+async function deletedMidRequest(userId: string, request: () => Promise<Response>): Promise<Response> {
+  const knex = app.database.knex;
+  const trx = await knex.transaction();
+  try {
+    await trx('staff_users').where({ id: userId }).forUpdate().first('id');
+    const answer = request();
+    await waitFor(async () => {
+      const waiting = await knex('pg_stat_activity').where({ wait_event_type: 'Lock' }).whereILike('query', 'update "staff_users"%').first('pid');
+      return waiting ?? undefined;
+    }, 10_000);
+    await trx('staff_users').where({ id: userId }).delete();
+    await trx.commit();
+    return await answer;
+  } catch (error) {
+    await trx.rollback();
+    throw error;
+  }
+}
+
+const STAFF_PASSWORD = 'correct horse battery staple 42';
+const NEW_PASSWORDS = { old_password: STAFF_PASSWORD, new_password1: 'a fresh long passphrase 7', new_password2: 'a fresh long passphrase 7' };
+
+test.serial('a staff user deleted while its mobile request runs gets account_inactive, not a 500', async (t) => {
+  const user = await staffUser(app);
+  // The app's own clock: the other tests of this file run beside this one.
+  const { accessToken } = await pairDevice(app, { now: new Date(), advance: () => {} }, user.id);
+  const response = await deletedMidRequest(user.id, () =>
+    fetch(app.url + PASSWORD, { method: 'POST', headers: { authorization: `Bearer ${accessToken}`, 'content-type': 'application/json' }, body: JSON.stringify(NEW_PASSWORDS) }),
+  );
+  const body = await response.json();
+  t.is(response.status, 401, JSON.stringify(body));
+  t.is(body.data.reason, 'account_inactive');
+});
+
+test.serial('a staff user deleted while its web request runs is sent to the login page, not a 500', async (t) => {
+  const user = await staffUser(app);
+  const { cookieValue, session } = await startSession(app.database.knex, user.id);
+  const response = await deletedMidRequest(user.id, () =>
+    fetch(`${app.url}/admin/auth/user/${user.id}/password/`, {
+      method: 'POST',
+      redirect: 'manual',
+      headers: { cookie: `${SESSION_COOKIE}=${cookieValue}`, 'content-type': 'application/x-www-form-urlencoded', origin: app.url, referer: `${app.url}/admin/` },
+      body: new URLSearchParams({ csrfmiddlewaretoken: session.csrfToken, ...NEW_PASSWORDS }),
+    }),
+  );
+  t.is(response.status, 302, await response.text());
+  t.true(response.headers.get('location')!.startsWith('/admin/login/'));
 });

@@ -1,8 +1,10 @@
 import type { Context, Next } from 'koa';
 import type { AppContext } from '../../context.ts';
 import { loadSigningKey } from '../../auth/tokens.ts';
+import { HttpError, UnauthorizedError } from '../../http/errors.ts';
 import type { RequestState } from '../../http/state.ts';
-import { authenticateCaller, type Identity, type MobileCaller } from './identity.ts';
+import { staffUserExists } from '../staff/principal.ts';
+import { ACCOUNT_INACTIVE, authenticateCaller, type Identity, type MobileCaller } from './identity.ts';
 import { MobileTokens } from './tokens.ts';
 
 /**
@@ -27,10 +29,20 @@ export function createIdentity(app: AppContext): Identity {
   return { db: app.db, config: app.config, tokens: new MobileTokens(signingKey), now: () => app.now?.() ?? new Date() };
 }
 
-/** Guards a mobile endpoint: the Bearer token, its device and its user are checked (401 otherwise). */
+/**
+ * Guards a mobile endpoint: the Bearer token, its device and its user are checked (401 otherwise).
+ * A user deleted while the handler runs makes it fail (a write's foreign key to the gone row, a
+ * principal that no longer loads): that failure is the 401 a request after the deletion gets.
+ */
 export function requireDevice(identity: Identity) {
   return async (ctx: Context, next: Next) => {
-    (ctx.state as MobileState).mobile = await authenticateCaller(identity, ctx.get('authorization'));
-    await next();
+    const caller = await authenticateCaller(identity, ctx.get('authorization'));
+    (ctx.state as MobileState).mobile = caller;
+    try {
+      await next();
+    } catch (error) {
+      if (!(error instanceof HttpError) && !(await staffUserExists(identity.db, caller.principal.user.id))) throw new UnauthorizedError(ACCOUNT_INACTIVE, 'account_inactive');
+      throw error;
+    }
   };
 }

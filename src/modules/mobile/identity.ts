@@ -22,6 +22,7 @@ export const TICKET_REFUSED = 'QR ticket is invalid, expired or already used.';
 export const NOT_ELIGIBLE = 'User account is not eligible for mobile access';
 const REFRESH_REFUSED = 'Refresh token is invalid, expired or already used; pair the device again.';
 const DEVICE_REVOKED = 'This device has been logged out; pair it again.';
+export const ACCOUNT_INACTIVE = 'This account is no longer active.';
 
 /** A device's pair of tokens, as pairing and refresh return them. */
 export interface IssuedTokens {
@@ -189,7 +190,7 @@ export async function authenticateCaller(identity: Identity, authorization: stri
   const device = loaded?.extra.device ? deviceFromJson(loaded.extra.device) : undefined;
   if (!device || device.user_id !== claims.userId) throw new UnauthorizedError(TOKEN_MESSAGES.token_invalid, 'token_invalid');
   if (device.revoked_at) throw new UnauthorizedError(DEVICE_REVOKED, 'device_revoked');
-  if (!principal || !isEligibleForMobile(principal.user)) throw new UnauthorizedError('This account is no longer active.', 'account_inactive');
+  if (!principal || !isEligibleForMobile(principal.user)) throw new UnauthorizedError(ACCOUNT_INACTIVE, 'account_inactive');
   // touch false: a read the spec says leaves no heartbeat (dashboard/agent-summary/)
   if (options.touch !== false && (!device.last_seen_at || now.getTime() - device.last_seen_at.getTime() >= LAST_SEEN_RESOLUTION_MS)) {
     await identity.db('mobile_devices').where({ id: device.id }).update({ last_seen_at: now });

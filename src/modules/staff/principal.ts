@@ -52,6 +52,15 @@ export async function loadPrincipal(db: Knex | Knex.Transaction, userId: string)
 }
 
 /**
+ * Whether the user's row still exists. A request whose user is deleted while it runs fails on a
+ * foreign key to the gone row or on a principal it cannot reload; the request guards (mobile and
+ * web) ask this after such a failure to answer it as they would a request made after the deletion.
+ */
+export async function staffUserExists(db: Knex, userId: string): Promise<boolean> {
+  return (await db('staff_users').where({ id: userId }).first('id')) !== undefined;
+}
+
+/**
  * The principal and, in the same statement, the named extra columns (raw SQL expressions, e.g. a
  * scalar subquery for the device a token is bound to): a request's checks cost one round trip.
  */

@@ -5,7 +5,7 @@ import type { JSX } from 'preact';
 import type { AppContext } from '../../../context.ts';
 import { HttpError, PayloadTooLargeError } from '../../../http/errors.ts';
 import type { RequestState } from '../../../http/state.ts';
-import type { Principal } from '../../staff/principal.ts';
+import { staffUserExists, type Principal } from '../../staff/principal.ts';
 import { authenticate } from '../../staff/service.ts';
 import { CSRF_FIELD, CsrfField, ErrorPage, Layout, renderDocument, STATIC_FILES, type LayoutProps } from './layout.tsx';
 import { createHttpsDetector, expectedOrigin, safeNextUrl, SECURITY_HEADERS } from './security.ts';
@@ -70,10 +70,7 @@ export function registerAdminShell(router: Router, app: AppContext): void {
         clearCookie(ctx, SESSION_COOKIE);
       }
       const isLogin = ctx.path === LOGIN_PATH;
-      if (!state.session && !isLogin) {
-        ctx.redirect(`${LOGIN_PATH}?next=${encodeURIComponent(ctx.originalUrl)}`);
-        return;
-      }
+      if (!state.session && !isLogin) return toLogin(ctx);
       if (UNSAFE_METHODS.has(ctx.method)) {
         const accepted = [state.session?.csrfToken, isLogin ? ctx.cookies.get(ANONYMOUS_CSRF_COOKIE) : undefined];
         const refusal = await checkCsrf(ctx, state, accepted.filter((token): token is string => Boolean(token)));
@@ -86,6 +83,12 @@ export function registerAdminShell(router: Router, app: AppContext): void {
       await next();
       if (ctx.status === 404 && ctx.body === undefined) await renderError(ctx, 404);
     } catch (error) {
+      // A user deleted while its page ran fails it (a write's foreign key to the gone row): sent to
+      // the login page, as a request after the deletion is (its sessions went with the user).
+      if (!(error instanceof HttpError) && state.principal && !(await staffUserExists(app.db, state.principal.user.id))) {
+        clearCookie(ctx, SESSION_COOKIE);
+        return toLogin(ctx);
+      }
       if (!(error instanceof HttpError) || error.status >= 500) throw error;
       await renderError(ctx, error.status, error.message);
     }
@@ -238,6 +241,11 @@ function anonymousCsrfToken(ctx: Context, https: boolean): string {
 
 function cookieOptions(https: boolean) {
   return { httpOnly: true, sameSite: 'lax' as const, secure: https, path: COOKIE_PATH, overwrite: true };
+}
+
+/** To the login page, back to this page after it. */
+function toLogin(ctx: Context): void {
+  ctx.redirect(`${LOGIN_PATH}?next=${encodeURIComponent(ctx.originalUrl)}`);
 }
 
 function clearCookie(ctx: Context, name: string) {
