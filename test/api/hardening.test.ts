@@ -14,10 +14,11 @@ import { credentialCommand } from '../../src/cli/credential.ts';
 import type { Database } from '../../src/db/database.ts';
 import { SESSION_COOKIE, startSession } from '../../src/modules/backoffice/web/session.ts';
 import { sweepTemporaryUploads } from '../../src/modules/kyc/multipart.ts';
+import { issueLoginTicket } from '../../src/modules/mobile/tickets.ts';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { countRows, defineEvents } from '../helpers/fixtures.ts';
 import { defineTestFlow, image, openSession, upload, waitFor } from '../helpers/kyc.ts';
-import { pairDevice, PASSWORD, staffUser } from '../helpers/mobile.ts';
+import { PAIR, pairDevice, PASSWORD, staffUser } from '../helpers/mobile.ts';
 
 const CUSTOMERS = '/api/customer/upsert/';
 const FINANCIAL = '/api/transaction/financial/upsert/';
@@ -307,6 +308,11 @@ test('a session for a customer_ref with no customer record fails its document co
   t.deepEqual(result.data.mismatched_fields, ['customer_ref']);
 });
 
+/** Until a statement that starts like `pattern` waits on a lock. */
+async function waitingOnLock(pattern: string): Promise<void> {
+  await waitFor(async () => (await app.database.knex('pg_stat_activity').where({ wait_event_type: 'Lock' }).whereILike('query', pattern).first('pid')) ?? undefined, 10_000);
+}
+
 /**
  * Runs `request` while a transaction holds the staff user's row, and deletes the user once the
  * request waits on that row: the user vanishes between the request's authentication and its write.
@@ -317,10 +323,7 @@ async function deletedMidRequest(userId: string, request: () => Promise<Response
   try {
     await trx('staff_users').where({ id: userId }).forUpdate().first('id');
     const answer = request();
-    await waitFor(async () => {
-      const waiting = await knex('pg_stat_activity').where({ wait_event_type: 'Lock' }).whereILike('query', 'update "staff_users"%').first('pid');
-      return waiting ?? undefined;
-    }, 10_000);
+    await waitingOnLock('update "staff_users"%');
     await trx('staff_users').where({ id: userId }).delete();
     await trx.commit();
     return await answer;
@@ -358,4 +361,44 @@ test.serial('a staff user deleted while its web request runs is sent to the logi
   );
   t.is(response.status, 302, await response.text());
   t.true(response.headers.get('location')!.startsWith('/admin/login/'));
+});
+
+test.serial('pairing while the user is deleted is no deadlock: the pairing either happens before the deletion or is refused', async (t) => {
+  const knex = app.database.knex;
+  const user = await staffUser(app);
+  const { qr } = await issueLoginTicket(knex, user.id);
+  // The ticket's row is held, so the pairing waits on it; the deletion of the user comes next and
+  // waits on it too (its cascade reaches the ticket) for longer than PostgreSQL's deadlock check.
+  const trx = await knex.transaction();
+  await trx('mobile_login_tickets').where({ user_id: user.id }).forUpdate().first('id');
+  const pairing = fetch(app.url + PAIR, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ ticket: qr.ticket, device_name: 'race', platform: 'android', app_version: '1.0.0' }) });
+  await waitingOnLock('with ticket as%');
+  const deletion = knex('staff_users').where({ id: user.id }).delete().then(
+    (rows) => rows,
+    (error: Error) => error,
+  );
+  await waitingOnLock('delete from "staff_users"%');
+  await new Promise((resolve) => setTimeout(resolve, 1500));
+  await trx.commit();
+  const response = await pairing;
+  const body = await response.json();
+  // The pairing's statement ends first; the user may be gone by the time its answer is built.
+  t.true(response.status === 200 || (response.status === 401 && body.data.reason === 'account_inactive'), JSON.stringify(body));
+  t.is(await deletion, 1, 'the deletion follows the pairing');
+  t.is(await countRows(knex, 'mobile_devices', { user_id: user.id }), 0, 'and takes the new device with it');
+});
+
+test('a JSON field of a NOT NULL column sent as the text null is refused, not written as NULL (a 500)', async (t) => {
+  const admin = await staffUser(app, { is_superuser: true });
+  const { accessToken } = await pairDevice(app, { now: new Date(), advance: () => {} }, admin.id);
+  const reports = '/api/mobile/data/report/report/';
+  const refused = { message: 'This field cannot be empty.', code: 'null' };
+  const added = await app.request('POST', reports, { token: accessToken, json: { name: 'nulls', kind: 'transactions_above', parameters: 'null' } });
+  t.is(added.status, 400, added.text);
+  t.deepEqual(added.body.data.errors.parameters, [refused]);
+  const made = await app.request('POST', reports, { token: accessToken, json: { name: 'nulls', kind: 'transactions_above', parameters: '{"days": 3}' } });
+  t.is(made.status, 201, made.text);
+  const changed = await app.request('PATCH', `${reports}${made.body.data.object.pk}/`, { token: accessToken, json: { parameters: 'null' } });
+  t.is(changed.status, 400, changed.text);
+  t.deepEqual(changed.body.data.errors.parameters, [refused]);
 });

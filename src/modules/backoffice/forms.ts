@@ -54,10 +54,10 @@ export async function cleanForm(site: AdminSite, db: Knex | Knex.Transaction, mo
     const sent = Object.hasOwn(data, field.name);
     if (partial && !sent) continue;
     const value = data[field.name];
+    // A NOT NULL column with a default is optional in the form, but never nullable.
+    const notNull = model.columnTypes.get(field.name)?.nullable === false;
     if (empty(value) && field.type !== 'boolean' && !(field.type === 'm2m' && Array.isArray(value))) {
       const textual = field.type === 'string' || field.type === 'text';
-      // A NOT NULL column with a default is optional in the form, but never nullable.
-      const notNull = model.columnTypes.get(field.name)?.nullable === false;
       if (field.required) error(errors, field.name, 'This field is required.', 'required');
       else if (notNull && !textual) {
         // Left out, the stored value (or the column default) stays; sent empty, it is refused.
@@ -68,6 +68,8 @@ export async function cleanForm(site: AdminSite, db: Knex | Knex.Transaction, mo
     const result = cleanValue(field, value);
     const arrayColumn = model.columnTypes.get(field.name)?.udtName.startsWith('_');
     if ('error' in result) error(errors, field.name, result.error, result.code);
+    // A value that cleans to null (the JSON text null, a null boolean) is empty too.
+    else if (result.value === null && notNull) error(errors, field.name, 'This field cannot be empty.', 'null');
     else if (arrayColumn && !(Array.isArray(result.value) && result.value.every((item) => typeof item === 'string' && item.length <= 1000))) {
       error(errors, field.name, 'Enter a JSON list of text values.', 'invalid_list');
     }

@@ -46,7 +46,9 @@ export interface PairingRequest {
  * a hot path (p95 5 ms). The ticket is taken by an UPDATE whose condition is its usability, so of two
  * concurrent redemptions of a single-use ticket the second waits for the first, re-reads the row
  * (PostgreSQL's read-committed rule) and finds it used (401). Nothing is written for a ticket
- * that cannot be used or a user who may not pair.
+ * that cannot be used or a user who may not pair. The user's row is locked before the ticket's, in
+ * the order a deletion of the user takes them (its cascade reaches the ticket): pairing and that
+ * deletion wait for each other instead of deadlocking.
  */
 export async function pairDevice(identity: Identity, request: PairingRequest): Promise<{ tokens: IssuedTokens; principal: Principal }> {
   const now = identity.now();
@@ -60,7 +62,7 @@ export async function pairDevice(identity: Identity, request: PairingRequest): P
               used_by_device = case when t.kind = 'login' then :deviceId::uuid else t.used_by_device end
         where t.ticket_hash = any(:hashes) and t.revoked_at is null and t.expires_at > :now
           and (t.kind <> 'login' or t.used_at is null)
-          and exists (select 1 from staff_users u where u.id = t.user_id and u.is_active and u.is_staff)
+          and exists (select 1 from staff_users u where u.id = t.user_id and u.is_active and u.is_staff for key share)
        returning t.id, t.user_id, t.kind
      ), device as (
        insert into mobile_devices (id, user_id, name, platform, app_version, ticket_id, created_at, last_seen_at)
@@ -93,7 +95,9 @@ export async function pairDevice(identity: Identity, request: PairingRequest): P
     loadPrincipal(identity.db, userId),
     identity.tokens.issue({ userId, deviceId }, now),
   ]);
-  return { tokens: tokenPair(access, refreshToken, deviceId), principal: principal! };
+  // Deleted since the statement above (its device went with it).
+  if (!principal) throw new UnauthorizedError(ACCOUNT_INACTIVE, 'account_inactive');
+  return { tokens: tokenPair(access, refreshToken, deviceId), principal };
 }
 
 /** Why a redemption wrote nothing: a usable ticket of a user who may not pair is a 403, anything else a 401. */
