@@ -402,3 +402,13 @@ test('a JSON field of a NOT NULL column sent as the text null is refused, not wr
   t.is(changed.status, 400, changed.text);
   t.deepEqual(changed.body.data.errors.parameters, [refused]);
 });
+
+test('a choice sent as an object with its own toString is an invalid choice, not a 500', async (t) => {
+  const admin = await staffUser(app, { is_superuser: true });
+  const { accessToken } = await pairDevice(app, { now: new Date(), advance: () => {} }, admin.id);
+  for (const kind of [{ toString: 1 }, { valueOf: 'x', toString: null }, ['transactions_above'], true]) {
+    const response = await app.request('POST', '/api/mobile/data/report/report/', { token: accessToken, json: { name: 'odd kind', kind } });
+    t.is(response.status, 400, response.text);
+    t.deepEqual(response.body.data.errors.kind, [{ message: 'Select a valid choice. That value is not one of the available choices.', code: 'invalid_choice' }]);
+  }
+});

@@ -140,7 +140,9 @@ function cleanValue(field: ResolvedField, value: unknown): Cleaned {
     case 'choice': {
       const choice = typeof value === 'number' ? String(value) : value;
       if (typeof choice !== 'string' || !field.choices!.some((option) => option.value === choice)) {
-        return { error: `Select a valid choice. ${String(value).slice(0, 100)} is not one of the available choices.`, code: 'invalid_choice' };
+        // Only a scalar is echoed: String() of an object with its own toString key throws.
+        const shown = typeof choice === 'string' ? choice.slice(0, 100) : 'That value';
+        return { error: `Select a valid choice. ${shown} is not one of the available choices.`, code: 'invalid_choice' };
       }
       return { value: choice };
     }
