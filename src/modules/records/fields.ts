@@ -91,6 +91,23 @@ function validateText(name: string, raw: unknown, max: number | undefined): Fiel
   return { value: trimmed, warning };
 }
 
+const PLAIN_AMOUNT = /^0*(\d{1,12})(?:\.(\d{1,2}))?$/;
+
+/**
+ * An amount that needs no rounding and no range check beyond the table's maximum: unsigned, at
+ * most 12 integer digits and 2 decimals, as the 2-decimal text Decimal would give; null for
+ * anything else, which goes through Decimal. Most amounts are this plain, and Decimal was a
+ * tenth of a batch's validation. Numbers of at most 14 significant digits compare exactly as
+ * doubles, so the maximum check agrees with Decimal's.
+ */
+function plainAmount(raw: unknown): string | null {
+  const text = typeof raw === 'string' ? raw.trim() : typeof raw === 'number' && Number.isFinite(raw) ? String(raw) : null;
+  const match = text === null ? null : PLAIN_AMOUNT.exec(text);
+  if (!match) return null;
+  const decimals = match[2] ?? '';
+  return `${match[1]}.${decimals.padEnd(2, '0')}`;
+}
+
 function validateField(spec: FieldSpec, raw: unknown): FieldOutcome {
   const { name, type } = spec;
   switch (type.kind) {
@@ -141,6 +158,12 @@ function validateField(spec: FieldSpec, raw: unknown): FieldOutcome {
     }
     case 'amount':
     case 'non_negative_decimal': {
+      const plain = plainAmount(raw);
+      if (plain !== null) {
+        if (type.kind === 'amount' && plain === '0.00') return { error: `${name}: must be greater than 0.` };
+        if (type.kind === 'amount' && Number(plain) > Number(type.max)) return { error: `${name}: exceeds the maximum of ${type.max}.` };
+        return { value: plain };
+      }
       let amount: Decimal;
       try {
         if (typeof raw === 'number' ? !Number.isFinite(raw) : typeof raw !== 'string' || !/^\s*-?\d+(\.\d+)?\s*$/.test(raw)) {
