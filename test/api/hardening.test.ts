@@ -409,6 +409,6 @@ test('a choice sent as an object with its own toString is an invalid choice, not
   for (const kind of [{ toString: 1 }, { valueOf: 'x', toString: null }, ['transactions_above'], true]) {
     const response = await app.request('POST', '/api/mobile/data/report/report/', { token: accessToken, json: { name: 'odd kind', kind } });
     t.is(response.status, 400, response.text);
-    t.deepEqual(response.body.data.errors.kind, [{ message: 'Select a valid choice. That value is not one of the available choices.', code: 'invalid_choice' }]);
+    t.deepEqual(response.body.data.errors.kind, [{ message: `Select a valid choice. ${JSON.stringify(kind)} is not one of the available choices.`, code: 'invalid_choice' }]);
   }
 });

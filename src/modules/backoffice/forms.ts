@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import { invalidChoice } from '../../validation/form.ts';
 import { isStorableText, storableProblem, textProblem } from '../../validation/storable.ts';
 import type { AdminSite } from './site.ts';
 import type { BoundModel, FieldErrors, ResolvedField, Row } from './registry.ts';
@@ -140,9 +141,8 @@ function cleanValue(field: ResolvedField, value: unknown): Cleaned {
     case 'choice': {
       const choice = typeof value === 'number' ? String(value) : value;
       if (typeof choice !== 'string' || !field.choices!.some((option) => option.value === choice)) {
-        // Only a scalar is echoed: String() of an object with its own toString key throws.
-        const shown = typeof choice === 'string' ? choice.slice(0, 100) : 'That value';
-        return { error: `Select a valid choice. ${shown} is not one of the available choices.`, code: 'invalid_choice' };
+        const { message, code } = invalidChoice(value);
+        return { error: message, code };
       }
       return { value: choice };
     }
