@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
 import type { Config } from '../../config.ts';
 import { ForbiddenError, UnauthorizedError } from '../../http/errors.ts';
-import { loadPrincipal, loadPrincipalWith, type Principal, type StaffUser } from '../staff/principal.ts';
+import { loadPrincipalWith, principalFromRow, principalQuery, type Principal, type StaffUser } from '../staff/principal.ts';
 import { type Platform, REFRESH_TOKEN_TTL_SECONDS, UUID } from './constants.ts';
 import { addSeconds } from './dates.ts';
 import { deviceFromJson, issueRefreshToken, revokeDevice, type DeviceJson, type MobileDevice } from './devices.ts';
@@ -41,21 +41,34 @@ export interface PairingRequest {
 }
 
 /**
- * Redeems a login or review ticket: one new device, its refresh token and its audit row, written by
- * one statement, then the principal for the answer: two round trips, as pairing is on the budget of
- * a hot path (p95 5 ms). The ticket is taken by an UPDATE whose condition is its usability, so of two
- * concurrent redemptions of a single-use ticket the second waits for the first, re-reads the row
- * (PostgreSQL's read-committed rule) and finds it used (401). Nothing is written for a ticket
- * that cannot be used or a user who may not pair. The user's row is locked before the ticket's, in
- * the order a deletion of the user takes them (its cascade reaches the ticket): pairing and that
- * deletion wait for each other instead of deadlocking.
+ * Redeems a login or review ticket: one new device, its refresh token and its audit row, written
+ * and the principal for the answer read by one statement (one round trip, as pairing is on the
+ * budget of a hot path, p95 5 ms). The ticket is taken by an UPDATE whose condition is its
+ * usability, so of two concurrent redemptions of a single-use ticket the second waits for the
+ * first, re-reads the row (PostgreSQL's read-committed rule) and finds it used (401). Nothing is
+ * written for a ticket that cannot be used or a user who may not pair. The user's row is locked
+ * before the ticket's, in the order a deletion of the user takes them (its cascade reaches the
+ * ticket): pairing and that deletion wait for each other instead of deadlocking.
  */
 export async function pairDevice(identity: Identity, request: PairingRequest): Promise<{ tokens: IssuedTokens; principal: Principal }> {
+  const { db } = identity;
   const now = identity.now();
   const deviceId = randomUUID();
   const refreshToken = newRefreshToken();
   const hashes = presentedTicketHashes(request.ticket);
-  const result = await identity.db.raw(
+  const values = {
+    now,
+    deviceId,
+    hashes,
+    name: request.deviceName,
+    platform: request.platform,
+    appVersion: request.appVersion,
+    refreshHash: hashSecret(refreshToken),
+    refreshExpires: addSeconds(now, REFRESH_TOKEN_TTL_SECONDS),
+  };
+  // Every CTE that writes runs to completion although the select reads only the device (PostgreSQL's
+  // rule); the select reads the user as it was before the statement, which pairing does not change.
+  const result = await db.raw(
     `with ticket as (
        update mobile_login_tickets t
           set used_at = case when t.kind = 'login' then :now else t.used_at end,
@@ -77,26 +90,12 @@ export async function pairDevice(identity: Identity, request: PairingRequest): P
               jsonb_build_object('name', :name::text, 'platform', :platform::text, 'ticket_kind', ticket.kind)
          from device, ticket
      )
-     select device.user_id from device`,
-    {
-      now,
-      deviceId,
-      hashes,
-      name: request.deviceName,
-      platform: request.platform,
-      appVersion: request.appVersion,
-      refreshHash: hashSecret(refreshToken),
-      refreshExpires: addSeconds(now, REFRESH_TOKEN_TTL_SECONDS),
-    },
+     :principal`,
+    { ...values, principal: principalQuery(db, db.raw('(select user_id from device)')) },
   );
-  const userId = (result.rows as { user_id: string }[])[0]?.user_id;
-  if (!userId) throw await pairingRefusal(identity.db, hashes, now);
-  const [principal, access] = await Promise.all([
-    loadPrincipal(identity.db, userId),
-    identity.tokens.issue({ userId, deviceId }, now),
-  ]);
-  // Deleted since the statement above (its device went with it).
-  if (!principal) throw new UnauthorizedError(ACCOUNT_INACTIVE, 'account_inactive');
+  const principal = principalFromRow(result.rows[0])?.principal;
+  if (!principal) throw await pairingRefusal(db, hashes, now);
+  const access = await identity.tokens.issue({ userId: principal.user.id, deviceId }, now);
   return { tokens: tokenPair(access, refreshToken, deviceId), principal };
 }
 

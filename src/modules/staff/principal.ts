@@ -69,7 +69,16 @@ export async function loadPrincipalWith<Extra extends Record<string, unknown>>(
   userId: string,
   extra: { [Name in keyof Extra]: Knex.Raw },
 ): Promise<{ principal: Principal; extra: Extra } | null> {
-  const row = await db('staff_users as u')
+  return principalFromRow<Extra>(await principalQuery(db, userId, extra));
+}
+
+/**
+ * The select that loads a principal (see principalFromRow): `userId` is a value or an SQL
+ * expression (a statement that writes first, such as pairing, selects its principal by what it
+ * wrote), and `extra` names further columns read in the same statement.
+ */
+export function principalQuery(db: Knex | Knex.Transaction, userId: string | Knex.Raw, extra: Record<string, Knex.Raw> = {}): Knex.QueryBuilder {
+  return db('staff_users as u')
     .leftJoin('staff_video_agents as a', 'a.user_id', 'u.id')
     .where('u.id', userId)
     .first(
@@ -84,8 +93,12 @@ export async function loadPrincipalWith<Extra extends Record<string, unknown>>(
         `array(select gp.codename from staff_user_groups ug join staff_group_permissions gp on gp.group_id = ug.group_id where ug.user_id = u.id
                union select up.codename from staff_user_permissions up where up.user_id = u.id) as codenames`,
       ),
-      ...Object.entries(extra).map(([name, expression]) => db.raw('(?) as ??', [expression as Knex.Raw, `extra_${name}`])),
+      ...Object.entries(extra).map(([name, expression]) => db.raw('(?) as ??', [expression, `extra_${name}`])),
     );
+}
+
+/** The principal and the extra columns of a principalQuery row, or null where it found no user. */
+export function principalFromRow<Extra extends Record<string, unknown>>(row: unknown): { principal: Principal; extra: Extra } | null {
   if (!row) return null;
   const {
     agent_status: agentStatus,
