@@ -18,12 +18,20 @@ import { prepareFuzzTarget } from '../test/fuzz/target.ts';
 import { benchDatabaseUrl } from './bench-database.ts';
 import { machineLine, writeSection } from './results.ts';
 
-/** FUZZ_SEED=N draws another sequence (to look for more defects); the recorded run uses the default. */
+/**
+ * FUZZ_SEED=N draws another sequence (to look for more defects); the recorded run uses the default.
+ * Each batch of 250 is drawn with the seed plus its offset, so seeds less than the count apart
+ * share batches: take them at least that far apart.
+ */
 const SEED = Number(process.env.FUZZ_SEED ?? 160_000);
 const count = Number(process.argv[2] ?? 100_000);
 const concurrency = 8;
 /** FUZZ_MINUTES: stop after that long, reporting how many requests were sent (the result says so). */
 const deadline = process.env.FUZZ_MINUTES ? Date.now() + Number(process.env.FUZZ_MINUTES) * 60_000 : undefined;
+
+function loadLine(load: number[]): string {
+  return load.map((value) => value.toFixed(2)).join(' ');
+}
 
 const server = await benchDatabaseUrl();
 const template = `warden_tpl_fuzz_${randomBytes(4).toString('hex')}`;
@@ -43,6 +51,7 @@ try {
   const { document, target, credentials, repairs } = await prepareFuzzTarget(app);
   const operations = Object.values(document.paths).reduce((sum, methods) => sum + Object.keys(methods).length, 0);
   const started = Date.now();
+  const loadAtStart = os.loadavg();
   const outcome = await runFuzz(app.url, requestsFrom(document, target), {
     seed: SEED,
     count,
@@ -59,7 +68,7 @@ try {
   const markdown = [
     '## Fuzz run (issue 16)',
     '',
-    `${machineLine()}; load average at the end ${os.loadavg().map((value) => value.toFixed(2)).join(' ')}`,
+    `${machineLine()}; load average (1, 5, 15 min) at the start ${loadLine(loadAtStart)}, at the end ${loadLine(os.loadavg())}`,
     '',
     ...(outcome.requests < count ? [`**Stopped by FUZZ_MINUTES after ${outcome.requests} of ${count} requests.**`, ''] : []),
     `\`npm run fuzz\`: ${outcome.requests} requests generated from the service's OpenAPI document (${operations} operations) and the back-office registry (${target.staff!.models.length} models, web admin pages), seed ${SEED}, ${concurrency} at a time, ${seconds.toFixed(0)} s.`,
@@ -83,3 +92,4 @@ try {
   await server.stop();
 }
 process.exit(exitCode);
+

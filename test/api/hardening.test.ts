@@ -308,7 +308,7 @@ test('a session for a customer_ref with no customer record fails its document co
   t.deepEqual(result.data.mismatched_fields, ['customer_ref']);
 });
 
-/** Until a statement that starts like `pattern` waits on a lock. */
+/** Until a statement like `pattern` (ILIKE) waits on a lock. */
 async function waitingOnLock(pattern: string): Promise<void> {
   await waitFor(async () => (await app.database.knex('pg_stat_activity').where({ wait_event_type: 'Lock' }).whereILike('query', pattern).first('pid')) ?? undefined, 10_000);
 }
@@ -372,7 +372,7 @@ test.serial('pairing while the user is deleted is no deadlock: the pairing eithe
   const trx = await knex.transaction();
   await trx('mobile_login_tickets').where({ user_id: user.id }).forUpdate().first('id');
   const pairing = fetch(app.url + PAIR, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ ticket: qr.ticket, device_name: 'race', platform: 'android', app_version: '1.0.0' }) });
-  await waitingOnLock('with ticket as%');
+  await waitingOnLock('%update mobile_login_tickets%');
   const deletion = knex('staff_users').where({ id: user.id }).delete().then(
     (rows) => rows,
     (error: Error) => error,
