@@ -17,7 +17,7 @@ import { migrateToLatest } from '../src/db/migrate.ts';
 import { createApp } from '../src/http/app.ts';
 import { createLogger } from '../src/logger.ts';
 import { permissionCodenames } from '../src/modules/backoffice/registrations.ts';
-import { sessionInfo } from '../src/modules/mobile/account.ts';
+import { sessionInfo, sessionReads, type SessionReads } from '../src/modules/mobile/account.ts';
 import { loadSigningKey } from '../src/auth/tokens.ts';
 import { authenticateCaller, pairDevice, refreshDevice, type Identity } from '../src/modules/mobile/identity.ts';
 import { MobileTokens } from '../src/modules/mobile/tokens.ts';
@@ -120,7 +120,7 @@ export async function benchMobileIdentity(): Promise<void> {
       await pairing(value);
     });
     const meService = await time(async () => undefined, async () => {
-      await sessionInfo(identity, await authenticateCaller(identity, authorization));
+      sessionInfo(config, await authenticateCaller<SessionReads>(identity, authorization, { extra: sessionReads(db) }));
     });
     const refreshService = await time(async () => pair, async (current) => {
       const next = await refreshDevice(identity, current.device, current.refresh);

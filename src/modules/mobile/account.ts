@@ -1,3 +1,4 @@
+import type { Knex } from 'knex';
 import type { Config } from '../../config.ts';
 import { recordAudit } from '../../audit.ts';
 import type { Executor } from '../../db/knex.ts';
@@ -10,7 +11,7 @@ import { changePassword } from '../staff/service.ts';
 import { loadPrincipal, type Principal } from '../staff/principal.ts';
 import { USER_MODEL, WEBSOCKET_PATH } from './constants.ts';
 import { formatTimestamp } from './dates.ts';
-import { activeDevicesQuery, type MobileDevice } from './devices.ts';
+import { deviceFromJson, type DeviceJson, type MobileDevice } from './devices.ts';
 import { pushIdentity as providerIdentity } from '../push/service.ts';
 import { offerCalls, withdrawOffers } from '../dashboard/videocall.ts';
 import type { Identity, MobileCaller } from './identity.ts';
@@ -86,24 +87,41 @@ function deviceSummary(device: MobileDevice) {
   return { id: device.id, name: device.name, platform: device.platform };
 }
 
-/** GET me/: the session info of the spec. */
-export async function sessionInfo(identity: Identity, caller: MobileCaller) {
+/**
+ * What me/ reads beside the caller's checks, in their statement (authenticateCaller's `extra`):
+ * the user's active devices and the bell counter. me/ is then one round trip.
+ */
+export function sessionReads(db: Knex): { [Name in keyof SessionReads]: Knex.Raw } {
+  return {
+    devices: db.raw(`select coalesce(jsonb_agg(to_jsonb(d)), '[]') from mobile_devices d where d.user_id = u.id and d.revoked_at is null`),
+    unread: db.raw('select count(*)::int from notifications n where n.user_id = u.id and not n.read'),
+  };
+}
+
+export type SessionReads = {
+  devices: DeviceJson[];
+  unread: number;
+};
+
+/** Most recently seen first, never-seen last, then the newest. */
+function byRecentUse(a: MobileDevice, b: MobileDevice): number {
+  const seen = (device: MobileDevice) => device.last_seen_at?.getTime() ?? -Infinity;
+  return seen(b) - seen(a) || b.created_at.getTime() - a.created_at.getTime();
+}
+
+/** GET me/: the session info of the spec, from a caller authenticated with sessionReads. */
+export function sessionInfo(config: Config, caller: MobileCaller & { extra: SessionReads }) {
   const { principal, device } = caller;
-  // One round trip: the active devices, each row carrying the unread count (computed once by PostgreSQL).
-  const devices = (await activeDevicesQuery(identity.db, principal.user.id).select(
-    'mobile_devices.*',
-    identity.db.raw('(select count(*) from notifications n where n.user_id = ? and not n.read)::int as unread', [principal.user.id]),
-  )) as (MobileDevice & { unread: number })[];
-  // The caller's own device is active, so a row is there unless a revocation just won the race.
-  const unread = devices[0]?.unread ?? (await unreadNotifications(identity.db, principal.user.id));
+  // The caller's own device as the checks left it: a heartbeat they wrote is newer than the statement's read.
+  const devices = caller.extra.devices.map((json) => (json.id === device.id ? device : deviceFromJson(json))).sort(byRecentUse);
   return {
     user: sessionUser(principal),
     datetime_timezone: 'UTC',
-    websocket_url: websocketUrl(identity.config),
-    push: pushIdentity(identity.config),
+    websocket_url: websocketUrl(config),
+    push: pushIdentity(config),
     groups: principal.groups,
     permissions: permissionsOf(principal),
-    unread_notifications: unread,
+    unread_notifications: caller.extra.unread,
     device: deviceSummary(device),
     devices: devices.map((other) => ({
       ...deviceSummary(other),

@@ -107,8 +107,3 @@ export async function revokeDevice(
     return true;
   });
 }
-
-/** A user's devices that are not revoked, most recently seen first. */
-export function activeDevicesQuery(db: Executor, userId: string): Knex.QueryBuilder {
-  return db('mobile_devices').where({ user_id: userId }).whereNull('revoked_at').orderByRaw('last_seen_at desc nulls last, created_at desc');
-}

@@ -173,7 +173,11 @@ const LAST_SEEN_RESOLUTION_MS = 60_000;
  * (active staff), all read fresh so that a logout, a revocation in the web admin or a deactivation
  * takes effect at the next request. Every refusal is a 401.
  */
-export async function authenticateCaller(identity: Identity, authorization: string, options: { touch?: boolean } = {}): Promise<MobileCaller> {
+export async function authenticateCaller<Extra extends Record<string, unknown> = Record<string, never>>(
+  identity: Identity,
+  authorization: string,
+  options: { touch?: boolean; extra?: { [Name in keyof Extra]: Knex.Raw } } = {},
+): Promise<MobileCaller & { extra: Extra }> {
   if (!authorization) throw new UnauthorizedError(TOKEN_MESSAGES.token_missing, 'token_missing');
   const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization);
   if (!match) throw new UnauthorizedError('Authorization header must be "Bearer <token>".', 'token_invalid');
@@ -185,8 +189,10 @@ export async function authenticateCaller(identity: Identity, authorization: stri
     if (!(error instanceof AccessTokenError)) throw error;
     throw new UnauthorizedError(TOKEN_MESSAGES[error.reason], error.reason);
   }
-  // One round trip: the principal with the device row the token is bound to.
-  const loaded = await loadPrincipalWith<{ device: DeviceJson | null }>(identity.db, claims.userId, {
+  // One round trip: the principal with the device row the token is bound to, and what the endpoint
+  // asked to read beside them (me/ reads the user's devices and unread count this way).
+  const loaded = await loadPrincipalWith<Extra & { device: DeviceJson | null }>(identity.db, claims.userId, {
+    ...(options.extra ?? ({} as { [Name in keyof Extra]: Knex.Raw })),
     device: identity.db.raw('select to_jsonb(d) from mobile_devices d where d.id = ?', [claims.deviceId]),
   });
   const principal = loaded?.principal;
@@ -199,7 +205,9 @@ export async function authenticateCaller(identity: Identity, authorization: stri
     await identity.db('mobile_devices').where({ id: device.id }).update({ last_seen_at: now });
     device.last_seen_at = now;
   }
-  return { principal, device };
+  const extra: Record<string, unknown> = { ...loaded!.extra };
+  delete extra.device;
+  return { principal, device, extra: extra as Extra };
 }
 
 /** auth/logout/: the device is revoked; its refresh token stops at once, its access token at the next check. */
