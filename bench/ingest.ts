@@ -180,8 +180,8 @@ async function financialScenario(app: AppContext, label: string, prefix: string)
   for (let run = 0; run < WARMUP + RUNS + HEAP_RUNS; run++) {
     const records = financialRecords(1000, CUSTOMERS, `${prefix}${run}`, 7 + run, 20);
     // The heap runs start from a forced full GC and sample the heap every millisecond. The timed
-    // runs do neither: a batch right after a forced full GC took 1.4-1.6x as long (same run, the
-    // young generation regrowing and the optimised code flushed), which a serving process, never
+    // runs do neither: a batch right after a forced full GC took 1.4-1.6x as long (measured side
+    // by side; the GC threads were busy throughout the aggregates), which a serving process, never
     // forced, does not pay; the timed batches still pay every collection their own work causes.
     const heapRun = run >= WARMUP + RUNS;
     if (heapRun) collectGarbage();
