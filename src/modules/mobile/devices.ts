@@ -3,9 +3,7 @@ import type { Actor } from '../../actor.ts';
 import { recordAudit } from '../../audit.ts';
 import type { Executor } from '../../db/knex.ts';
 import { announce, CHANNELS } from '../../db/notifications.ts';
-import { REFRESH_TOKEN_TTL_SECONDS, type Platform } from './constants.ts';
-import { addSeconds } from './dates.ts';
-import { hashSecret, newRefreshToken } from './secrets.ts';
+import type { Platform } from './constants.ts';
 
 /** A row of mobile_devices. */
 export interface MobileDevice {
@@ -68,18 +66,6 @@ export async function createDevice(trx: Executor, device: NewDevice, now: Date):
     })
     .returning('*')) as MobileDevice[];
   return row!;
-}
-
-/** A new refresh token for the device; only its hash is stored. Returns the token itself, once. */
-export async function issueRefreshToken(trx: Executor, deviceId: string, now: Date): Promise<string> {
-  const token = newRefreshToken();
-  await trx('mobile_refresh_tokens').insert({
-    token_hash: hashSecret(token),
-    device_id: deviceId,
-    created_at: now,
-    expires_at: addSeconds(now, REFRESH_TOKEN_TTL_SECONDS),
-  });
-  return token;
 }
 
 /**

@@ -5,7 +5,7 @@ import { ForbiddenError, UnauthorizedError } from '../../http/errors.ts';
 import { loadPrincipalWith, principalFromRow, principalQuery, type Principal, type StaffUser } from '../staff/principal.ts';
 import { type Platform, REFRESH_TOKEN_TTL_SECONDS, UUID } from './constants.ts';
 import { addSeconds } from './dates.ts';
-import { deviceFromJson, issueRefreshToken, revokeDevice, type DeviceJson, type MobileDevice } from './devices.ts';
+import { deviceFromJson, revokeDevice, type DeviceJson, type MobileDevice } from './devices.ts';
 import { hashSecret, newRefreshToken } from './secrets.ts';
 import { isEligibleForMobile, presentedTicketHashes } from './tickets.ts';
 import { AccessTokenError, MobileTokens } from './tokens.ts';
@@ -113,39 +113,48 @@ async function pairingRefusal(db: Knex, hashes: string[], now: Date): Promise<Er
 }
 
 /**
- * Rotates a refresh token: the presented one is marked rotated and a new pair is issued. A token
- * presented again after its rotation means two holders: the device is revoked (OAuth's refresh
- * token reuse detection) and the caller gets 401 like any refused refresh.
+ * Rotates a refresh token: the presented one is marked rotated and a new one stored, by one
+ * statement whose condition is that both the token and its device are usable (the device's row is
+ * locked, so a revocation waits for the rotation or the rotation sees it). A token presented again
+ * after its rotation means two holders: the device is revoked (OAuth's refresh token reuse
+ * detection) and the caller gets 401 like any refused refresh. Of two concurrent refreshes with one
+ * token, the second waits for the first, finds the token rotated, and is that reuse.
  */
 export async function refreshDevice(identity: Identity, deviceId: string, refreshToken: string): Promise<IssuedTokens> {
   const now = identity.now();
   if (!UUID.test(deviceId)) throw new UnauthorizedError(REFRESH_REFUSED, 'refresh_token_invalid');
-  const outcome = await identity.db.transaction(async (trx) => {
-    const stored = (await trx('mobile_refresh_tokens').where({ token_hash: hashSecret(refreshToken) }).forUpdate().first()) as
-      | { device_id: string; expires_at: Date; rotated_at: Date | null }
-      | undefined;
-    if (!stored || stored.device_id !== deviceId) return 'invalid' as const;
-    if (stored.rotated_at) {
-      await revokeDevice(trx, deviceId, 'refresh_token_reuse', { actor: { type: 'system', id: 'mobile-refresh' }, now });
-      return 'reused' as const;
-    }
-    if (stored.expires_at <= now) return 'invalid' as const;
-    const device = (await trx('mobile_devices as d')
-      .join('staff_users as u', 'u.id', 'd.user_id')
-      .where('d.id', deviceId)
-      .forUpdate('d')
-      .first('d.user_id', 'd.revoked_at', 'u.is_active', 'u.is_staff')) as
-      | { user_id: string; revoked_at: Date | null; is_active: boolean; is_staff: boolean }
-      | undefined;
-    if (!device || device.revoked_at || !isEligibleForMobile(device)) return 'invalid' as const;
-    await trx('mobile_refresh_tokens').where({ token_hash: hashSecret(refreshToken) }).update({ rotated_at: now });
-    const next = await issueRefreshToken(trx, deviceId, now);
-    const access = await identity.tokens.issue({ userId: device.user_id, deviceId }, now);
-    return tokenPair(access, next, deviceId);
-  });
-  if (outcome === 'reused') throw new UnauthorizedError('Refresh token was already used; the device has been logged out.', 'refresh_token_reused');
-  if (outcome === 'invalid') throw new UnauthorizedError(REFRESH_REFUSED, 'refresh_token_invalid');
-  return outcome;
+  const presented = hashSecret(refreshToken);
+  const next = newRefreshToken();
+  const result = await identity.db.raw(
+    `with device as (
+       select d.user_id from mobile_devices d join staff_users u on u.id = d.user_id
+        where d.id = :deviceId and d.revoked_at is null and u.is_active and u.is_staff
+        for update of d
+     ), rotated as (
+       update mobile_refresh_tokens r set rotated_at = :now
+        where r.token_hash = :presented and r.device_id = :deviceId and r.rotated_at is null and r.expires_at > :now
+          and exists (select 1 from device)
+       returning r.device_id
+     ), issued as (
+       insert into mobile_refresh_tokens (token_hash, device_id, created_at, expires_at)
+       select :next, rotated.device_id, :now, :expires from rotated
+     )
+     select device.user_id from device, rotated`,
+    { deviceId, now, presented, next: hashSecret(next), expires: addSeconds(now, REFRESH_TOKEN_TTL_SECONDS) },
+  );
+  const userId = (result.rows as { user_id: string }[])[0]?.user_id;
+  if (!userId) throw await refreshRefusal(identity, deviceId, presented, now);
+  return tokenPair(await identity.tokens.issue({ userId, deviceId }, now), next, deviceId);
+}
+
+/** Why a refresh rotated nothing: a token of this device rotated before is reuse (the device is revoked), anything else is invalid. */
+async function refreshRefusal(identity: Identity, deviceId: string, presented: string, now: Date): Promise<Error> {
+  const stored = (await identity.db('mobile_refresh_tokens').where({ token_hash: presented }).first('device_id', 'rotated_at')) as
+    | { device_id: string; rotated_at: Date | null }
+    | undefined;
+  if (stored?.device_id !== deviceId || !stored.rotated_at) return new UnauthorizedError(REFRESH_REFUSED, 'refresh_token_invalid');
+  await revokeDevice(identity.db, deviceId, 'refresh_token_reuse', { actor: { type: 'system', id: 'mobile-refresh' }, now });
+  return new UnauthorizedError('Refresh token was already used; the device has been logged out.', 'refresh_token_reused');
 }
 
 function tokenPair(access: { token: string; expiresIn: number }, refreshToken: string, deviceId: string): IssuedTokens {
