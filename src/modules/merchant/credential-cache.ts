@@ -15,22 +15,31 @@ export interface CachedCredential {
  */
 export class CredentialCache {
   private readonly entries = new Map<string, CachedCredential>();
+  /** Counts invalidations: a row read while one arrived may be the old row and is not kept. */
+  private invalidations = 0;
 
   constructor(
     private readonly db: Knex,
     private readonly hub: NotificationHub,
   ) {
-    hub.subscribe(CHANNELS.credentials, (id) => this.entries.delete(id));
-    hub.onReset(() => this.entries.clear());
+    hub.subscribe(CHANNELS.credentials, (id) => {
+      this.invalidations++;
+      this.entries.delete(id);
+    });
+    hub.onReset(() => {
+      this.invalidations++;
+      this.entries.clear();
+    });
   }
 
   async get(id: string): Promise<CachedCredential | undefined> {
     const hit = this.entries.get(id);
     if (hit) return hit;
+    const invalidationsBefore = this.invalidations;
     const credential = await MerchantCredential.query(this.db).findById(id);
     if (!credential) return undefined;
     const entry = { credential, allowList: new IpRangeList(credential.allowed_ips) };
-    if (this.hub.healthy) this.entries.set(id, entry);
+    if (this.hub.healthy && this.invalidations === invalidationsBefore) this.entries.set(id, entry);
     return entry;
   }
 }
