@@ -66,6 +66,8 @@ export interface ExecutionLogEntry {
  */
 export class ExecutionLogWriter {
   private readonly versions = new WeakMap<object, string>();
+  // Matched-rule entries are shared per rule (evaluate.ts matchedEntry): each serialised once.
+  private readonly matchedJson = new WeakMap<object, string>();
 
   constructor(
     private readonly target: EvaluationInput['target'],
@@ -82,12 +84,24 @@ export class ExecutionLogWriter {
       recordRef,
       score: evaluation.score,
       decision: evaluation.decision,
-      matchedRules: JSON.stringify(evaluation.matched),
+      matchedRules: this.matched(evaluation.matched),
       ruleVersions: versions,
       ruleErrors: JSON.stringify(evaluation.errors),
       dataContext: this.context(input),
       durationUs: evaluation.duration_us,
       actor: this.actor,
     };
+  }
+
+  /** JSON.stringify(matched), from each entry's cached JSON. */
+  private matched(matched: Evaluation['matched']): string {
+    let json = '[';
+    for (let index = 0; index < matched.length; index++) {
+      const entry = matched[index]!;
+      let text = this.matchedJson.get(entry);
+      if (text === undefined) this.matchedJson.set(entry, (text = JSON.stringify(entry)));
+      json += index === 0 ? text : `,${text}`;
+    }
+    return `${json}]`;
   }
 }
