@@ -15,6 +15,7 @@ import type { Database } from '../../src/db/database.ts';
 import { SESSION_COOKIE, startSession } from '../../src/modules/backoffice/web/session.ts';
 import { sweepTemporaryUploads } from '../../src/modules/kyc/multipart.ts';
 import { issueLoginTicket } from '../../src/modules/mobile/tickets.ts';
+import { adminClient, csrfTokenIn } from '../helpers/admin.ts';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { countRows, defineEvents } from '../helpers/fixtures.ts';
 import { defineTestFlow, image, openSession, upload, waitFor } from '../helpers/kyc.ts';
@@ -374,6 +375,28 @@ test.serial('a staff user deleted while its web request runs is sent to the logi
   );
   t.is(response.status, 302, await response.text());
   t.true(response.headers.get('location')!.startsWith('/admin/login/'));
+});
+
+test.serial('a staff user deleted between its password check and its new session gets the login page again, not a 500', async (t) => {
+  const knex = app.database.knex;
+  const user = await staffUser(app, { is_staff: true });
+  const client = adminClient(app.url);
+  const page = await client.get('/admin/login/');
+  // The sessions table is held, so the login waits there after its password check; the user is
+  // deleted meanwhile, and the new session's row then names a user that is gone.
+  const trx = await knex.transaction();
+  try {
+    await trx.raw('lock table staff_web_sessions in exclusive mode');
+    const login = client.post('/admin/login/', { csrfmiddlewaretoken: csrfTokenIn(page.text), username: user.username, password: STAFF_PASSWORD });
+    await waitingOnLock('%staff_web_sessions%');
+    await trx('staff_users').where({ id: user.id }).delete();
+    await trx.commit();
+    const answer = await login;
+    t.is(answer.status, 200, answer.text.slice(0, 300));
+    t.true(answer.text.includes('Please enter the correct username and password'), answer.text.slice(0, 300));
+  } finally {
+    if (!trx.isCompleted()) await trx.rollback();
+  }
 });
 
 test.serial('pairing while the user is deleted is no deadlock: the pairing either happens before the deletion or is refused', async (t) => {

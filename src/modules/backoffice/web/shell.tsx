@@ -140,7 +140,13 @@ export function registerAdminShell(router: Router, app: AppContext): void {
     await throttle.recordSuccess(username);
     // A new session id at every login, so a session id planted before login is worthless after it.
     if (state.session) await endSession(app.db, state.session.idHash);
-    const { cookieValue } = await startSession(app.db, user.id);
+    // The user may be deleted after the password check: its session's row then names no user.
+    const started = await startSession(app.db, user.id).catch((error: { code?: string }) => {
+      if (error.code === '23503') return null;
+      throw error;
+    });
+    if (!started) return sendLoginPage(ctx, 200, { next, username, csrfToken, error: LOGIN_ERROR });
+    const { cookieValue } = started;
     ctx.cookies.set(SESSION_COOKIE, cookieValue, cookieOptions(state.https!));
     state.log.info({ userId: user.id }, 'staff login');
     ctx.redirect(safeNextUrl(next));
