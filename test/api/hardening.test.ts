@@ -379,7 +379,8 @@ test.serial('a staff user deleted while its web request runs is sent to the logi
 
 test.serial('a staff user deleted between its password check and its new session gets the login page again, not a 500', async (t) => {
   const knex = app.database.knex;
-  const user = await staffUser(app, { is_staff: true });
+  const user = await staffUser(app);
+  t.true(user.is_staff, 'a user who could log in');
   const client = adminClient(app.url);
   const page = await client.get('/admin/login/');
   // The sessions table is held, so the login waits there after its password check; the user is
