@@ -120,7 +120,7 @@ export async function benchMobileIdentity(): Promise<void> {
       await pairing(value);
     });
     const meService = await time(async () => undefined, async () => {
-      sessionInfo(config, await authenticateCaller<SessionReads>(identity, authorization, { extra: sessionReads(db) }));
+      sessionInfo(config, await authenticateCaller<SessionReads>(identity, authorization, { extra: sessionReads() }));
     });
     const refreshService = await time(async () => pair, async (current) => {
       const next = await refreshDevice(identity, current.device, current.refresh);

@@ -1,4 +1,3 @@
-import type { Knex } from 'knex';
 import type { Config } from '../../config.ts';
 import { recordAudit } from '../../audit.ts';
 import type { Executor } from '../../db/knex.ts';
@@ -11,7 +10,7 @@ import { changePassword } from '../staff/service.ts';
 import { loadPrincipal, type Principal } from '../staff/principal.ts';
 import { USER_MODEL, WEBSOCKET_PATH } from './constants.ts';
 import { formatTimestamp } from './dates.ts';
-import { deviceFromJson, type DeviceJson, type MobileDevice } from './devices.ts';
+import type { MobileDevice } from './devices.ts';
 import { pushIdentity as providerIdentity } from '../push/service.ts';
 import { offerCalls, withdrawOffers } from '../dashboard/videocall.ts';
 import type { Identity, MobileCaller } from './identity.ts';
@@ -83,7 +82,7 @@ export function permissionsOf(principal: Principal): string[] {
     .sort();
 }
 
-function deviceSummary(device: MobileDevice) {
+function deviceSummary(device: Pick<MobileDevice, 'id' | 'name' | 'platform'>) {
   return { id: device.id, name: device.name, platform: device.platform };
 }
 
@@ -91,21 +90,25 @@ function deviceSummary(device: MobileDevice) {
  * What me/ reads beside the caller's checks, in their statement (authenticateCaller's `extra`):
  * the user's active devices and the bell counter. me/ is then one round trip.
  */
-export function sessionReads(db: Knex): { [Name in keyof SessionReads]: Knex.Raw } {
+export function sessionReads(): { [Name in keyof SessionReads]: string } {
   return {
-    devices: db.raw(`select coalesce(jsonb_agg(to_jsonb(d)), '[]') from mobile_devices d where d.user_id = u.id and d.revoked_at is null`),
-    unread: db.raw('select count(*)::int from notifications n where n.user_id = u.id and not n.read'),
+    devices: `select coalesce(jsonb_agg(jsonb_build_object('id', d.id, 'name', d.name, 'platform', d.platform, 'last_seen_at', d.last_seen_at,
+      'created_at', d.created_at)), '[]') from mobile_devices d where d.user_id = u.id and d.revoked_at is null`,
+    unread: 'select count(*)::int from notifications n where n.user_id = u.id and not n.read',
   };
 }
 
+/** The fields of a device me/ lists. */
+type ListedDevice = Pick<MobileDevice, 'id' | 'name' | 'platform' | 'last_seen_at' | 'created_at'>;
+
 export type SessionReads = {
-  devices: DeviceJson[];
+  devices: (Omit<ListedDevice, 'last_seen_at' | 'created_at'> & { last_seen_at: string | null; created_at: string })[];
   unread: number;
 };
 
 /** Most recently seen first, never-seen last, then the newest. */
-function byRecentUse(a: MobileDevice, b: MobileDevice): number {
-  const seen = (device: MobileDevice) => device.last_seen_at?.getTime() ?? -Infinity;
+function byRecentUse(a: ListedDevice, b: ListedDevice): number {
+  const seen = (device: ListedDevice) => device.last_seen_at?.getTime() ?? -Infinity;
   return seen(b) - seen(a) || b.created_at.getTime() - a.created_at.getTime();
 }
 
@@ -113,7 +116,9 @@ function byRecentUse(a: MobileDevice, b: MobileDevice): number {
 export function sessionInfo(config: Config, caller: MobileCaller & { extra: SessionReads }) {
   const { principal, device } = caller;
   // The caller's own device as the checks left it: a heartbeat they wrote is newer than the statement's read.
-  const devices = caller.extra.devices.map((json) => (json.id === device.id ? device : deviceFromJson(json))).sort(byRecentUse);
+  const devices: ListedDevice[] = caller.extra.devices
+    .map((json) => (json.id === device.id ? device : { ...json, last_seen_at: json.last_seen_at === null ? null : new Date(json.last_seen_at), created_at: new Date(json.created_at) }))
+    .sort(byRecentUse);
   return {
     user: sessionUser(principal),
     datetime_timezone: 'UTC',

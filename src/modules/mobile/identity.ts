@@ -2,7 +2,8 @@ import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
 import type { Config } from '../../config.ts';
 import { ForbiddenError, UnauthorizedError } from '../../http/errors.ts';
-import { loadPrincipalWith, principalFromRow, principalQuery, type Principal, type StaffUser } from '../staff/principal.ts';
+import { loadPrincipalWith, preparedName, principalFromRow, principalSql, type Principal, type StaffUser } from '../staff/principal.ts';
+import { queryPrepared } from '../../db/knex.ts';
 import { type Platform, REFRESH_TOKEN_TTL_SECONDS, UUID } from './constants.ts';
 import { addSeconds } from './dates.ts';
 import { deviceFromJson, revokeDevice, type DeviceJson, type MobileDevice } from './devices.ts';
@@ -40,6 +41,30 @@ export interface PairingRequest {
   appVersion: string;
 }
 
+/** Pairing's statement: $1 now, $2 device id, $3 ticket hashes, $4 name, $5 platform, $6 app version, $7 refresh token hash, $8 its expiry. */
+const PAIRING_SQL = `with ticket as (
+  update mobile_login_tickets t
+     set used_at = case when t.kind = 'login' then $1::timestamptz else t.used_at end,
+         used_by_device = case when t.kind = 'login' then $2::uuid else t.used_by_device end
+   where t.ticket_hash = any($3::text[]) and t.revoked_at is null and t.expires_at > $1::timestamptz
+     and (t.kind <> 'login' or t.used_at is null)
+     and exists (select 1 from staff_users u where u.id = t.user_id and u.is_active and u.is_staff for key share)
+  returning t.id, t.user_id, t.kind
+), device as (
+  insert into mobile_devices (id, user_id, name, platform, app_version, ticket_id, created_at, last_seen_at)
+  select $2::uuid, ticket.user_id, $4::text, $5::text, $6::text, ticket.id, $1::timestamptz, $1::timestamptz from ticket
+  returning id, user_id
+), refresh as (
+  insert into mobile_refresh_tokens (token_hash, device_id, created_at, expires_at)
+  select $7::text, device.id, $1::timestamptz, $8::timestamptz from device
+), audit as (
+  insert into audit_log (actor_type, actor_id, action, entity, entity_id, details)
+  select 'staff', device.user_id::text, 'mobile_device.pair', 'mobile_device', device.id::text,
+         jsonb_build_object('name', $4::text, 'platform', $5::text, 'ticket_kind', ticket.kind)
+    from device, ticket
+)
+${principalSql('(select user_id from device)')}`;
+
 /**
  * Redeems a login or review ticket: one new device, its refresh token and its audit row, written
  * and the principal for the answer read by one statement (one round trip, as pairing is on the
@@ -56,44 +81,20 @@ export async function pairDevice(identity: Identity, request: PairingRequest): P
   const deviceId = randomUUID();
   const refreshToken = newRefreshToken();
   const hashes = presentedTicketHashes(request.ticket);
-  const values = {
+  // One prepared statement. Every CTE that writes runs to completion although the select reads only
+  // the device (PostgreSQL's rule); the select reads the user as it was before the statement,
+  // which pairing does not change.
+  const [row] = await queryPrepared(db, preparedName(PAIRING_SQL), PAIRING_SQL, [
     now,
     deviceId,
     hashes,
-    name: request.deviceName,
-    platform: request.platform,
-    appVersion: request.appVersion,
-    refreshHash: hashSecret(refreshToken),
-    refreshExpires: addSeconds(now, REFRESH_TOKEN_TTL_SECONDS),
-  };
-  // Every CTE that writes runs to completion although the select reads only the device (PostgreSQL's
-  // rule); the select reads the user as it was before the statement, which pairing does not change.
-  const result = await db.raw(
-    `with ticket as (
-       update mobile_login_tickets t
-          set used_at = case when t.kind = 'login' then :now else t.used_at end,
-              used_by_device = case when t.kind = 'login' then :deviceId::uuid else t.used_by_device end
-        where t.ticket_hash = any(:hashes) and t.revoked_at is null and t.expires_at > :now
-          and (t.kind <> 'login' or t.used_at is null)
-          and exists (select 1 from staff_users u where u.id = t.user_id and u.is_active and u.is_staff for key share)
-       returning t.id, t.user_id, t.kind
-     ), device as (
-       insert into mobile_devices (id, user_id, name, platform, app_version, ticket_id, created_at, last_seen_at)
-       select :deviceId, ticket.user_id, :name, :platform, :appVersion, ticket.id, :now, :now from ticket
-       returning id, user_id
-     ), refresh as (
-       insert into mobile_refresh_tokens (token_hash, device_id, created_at, expires_at)
-       select :refreshHash, device.id, :now, :refreshExpires from device
-     ), audit as (
-       insert into audit_log (actor_type, actor_id, action, entity, entity_id, details)
-       select 'staff', device.user_id::text, 'mobile_device.pair', 'mobile_device', device.id::text,
-              jsonb_build_object('name', :name::text, 'platform', :platform::text, 'ticket_kind', ticket.kind)
-         from device, ticket
-     )
-     :principal`,
-    { ...values, principal: principalQuery(db, db.raw('(select user_id from device)')) },
-  );
-  const principal = principalFromRow(result.rows[0])?.principal;
+    request.deviceName,
+    request.platform,
+    request.appVersion,
+    hashSecret(refreshToken),
+    addSeconds(now, REFRESH_TOKEN_TTL_SECONDS),
+  ]);
+  const principal = principalFromRow(row)?.principal;
   if (!principal) throw await pairingRefusal(db, hashes, now);
   const access = await identity.tokens.issue({ userId: principal.user.id, deviceId }, now);
   return { tokens: tokenPair(access, refreshToken, deviceId), principal };
@@ -112,6 +113,22 @@ async function pairingRefusal(db: Knex, hashes: string[], now: Date): Promise<Er
   return new UnauthorizedError(TICKET_REFUSED, 'ticket_invalid');
 }
 
+/** Refresh's statement: $1 device id, $2 now, $3 the presented token's hash, $4 the new token's hash, $5 its expiry. */
+const REFRESH_SQL = `with device as (
+  select d.user_id from mobile_devices d join staff_users u on u.id = d.user_id
+   where d.id = $1::uuid and d.revoked_at is null and u.is_active and u.is_staff
+   for update of d
+), rotated as (
+  update mobile_refresh_tokens r set rotated_at = $2::timestamptz
+   where r.token_hash = $3::text and r.device_id = $1::uuid and r.rotated_at is null and r.expires_at > $2::timestamptz
+     and exists (select 1 from device)
+  returning r.device_id
+), issued as (
+  insert into mobile_refresh_tokens (token_hash, device_id, created_at, expires_at)
+  select $4::text, rotated.device_id, $2::timestamptz, $5::timestamptz from rotated
+)
+select device.user_id from device, rotated`;
+
 /**
  * Rotates a refresh token: the presented one is marked rotated and a new one stored, by one
  * statement whose condition is that both the token and its device are usable (the device's row is
@@ -125,24 +142,14 @@ export async function refreshDevice(identity: Identity, deviceId: string, refres
   if (!UUID.test(deviceId)) throw new UnauthorizedError(REFRESH_REFUSED, 'refresh_token_invalid');
   const presented = hashSecret(refreshToken);
   const next = newRefreshToken();
-  const result = await identity.db.raw(
-    `with device as (
-       select d.user_id from mobile_devices d join staff_users u on u.id = d.user_id
-        where d.id = :deviceId and d.revoked_at is null and u.is_active and u.is_staff
-        for update of d
-     ), rotated as (
-       update mobile_refresh_tokens r set rotated_at = :now
-        where r.token_hash = :presented and r.device_id = :deviceId and r.rotated_at is null and r.expires_at > :now
-          and exists (select 1 from device)
-       returning r.device_id
-     ), issued as (
-       insert into mobile_refresh_tokens (token_hash, device_id, created_at, expires_at)
-       select :next, rotated.device_id, :now, :expires from rotated
-     )
-     select device.user_id from device, rotated`,
-    { deviceId, now, presented, next: hashSecret(next), expires: addSeconds(now, REFRESH_TOKEN_TTL_SECONDS) },
-  );
-  const userId = (result.rows as { user_id: string }[])[0]?.user_id;
+  const [row] = await queryPrepared<{ user_id: string }>(identity.db, preparedName(REFRESH_SQL), REFRESH_SQL, [
+    deviceId,
+    now,
+    presented,
+    hashSecret(next),
+    addSeconds(now, REFRESH_TOKEN_TTL_SECONDS),
+  ]);
+  const userId = row?.user_id;
   if (!userId) throw await refreshRefusal(identity, deviceId, presented, now);
   return tokenPair(await identity.tokens.issue({ userId, deviceId }, now), next, deviceId);
 }
@@ -185,7 +192,7 @@ const LAST_SEEN_RESOLUTION_MS = 60_000;
 export async function authenticateCaller<Extra extends Record<string, unknown> = Record<string, never>>(
   identity: Identity,
   authorization: string,
-  options: { touch?: boolean; extra?: { [Name in keyof Extra]: Knex.Raw } } = {},
+  options: { touch?: boolean; extra?: { [Name in keyof Extra]: string } } = {},
 ): Promise<MobileCaller & { extra: Extra }> {
   if (!authorization) throw new UnauthorizedError(TOKEN_MESSAGES.token_missing, 'token_missing');
   const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization);
@@ -200,10 +207,12 @@ export async function authenticateCaller<Extra extends Record<string, unknown> =
   }
   // One round trip: the principal with the device row the token is bound to, and what the endpoint
   // asked to read beside them (me/ reads the user's devices and unread count this way).
-  const loaded = await loadPrincipalWith<Extra & { device: DeviceJson | null }>(identity.db, claims.userId, {
-    ...(options.extra ?? ({} as { [Name in keyof Extra]: Knex.Raw })),
-    device: identity.db.raw('select to_jsonb(d) from mobile_devices d where d.id = ?', [claims.deviceId]),
-  });
+  const loaded = await loadPrincipalWith<Extra & { device: DeviceJson | null }>(
+    identity.db,
+    claims.userId,
+    { ...(options.extra ?? ({} as { [Name in keyof Extra]: string })), device: 'select to_jsonb(d) from mobile_devices d where d.id = $2' },
+    [claims.deviceId],
+  );
   const principal = loaded?.principal;
   const device = loaded?.extra.device ? deviceFromJson(loaded.extra.device) : undefined;
   if (!device || device.user_id !== claims.userId) throw new UnauthorizedError(TOKEN_MESSAGES.token_invalid, 'token_invalid');

@@ -91,7 +91,7 @@ export function registerMobileRoutes(router: Router, app: AppContext, docs: Open
   // The guard's checks and the session info's reads are one statement (me/ is on a 5 ms budget);
   // the route reads nothing else and writes nothing, so it needs none of the guard's other work.
   router.get(path('me/'), async (ctx) => {
-    const session = await authenticateCaller<SessionReads>(identity, ctx.get('authorization'), { extra: sessionReads(identity.db) });
+    const session = await authenticateCaller<SessionReads>(identity, ctx.get('authorization'), { extra: sessionReads() });
     respond(ctx, 'Session info.', sessionInfo(app.config, session));
   });
 
