@@ -28,7 +28,7 @@ import { createLogger } from '../src/logger.ts';
 import { upsertCustomers } from '../src/modules/customer/service.ts';
 import { defineEvent } from '../src/modules/events/service.ts';
 import { createCredential } from '../src/modules/merchant/service.ts';
-import { BatchTrace } from '../src/modules/records/batch.ts';
+import { BatchTrace } from '../src/modules/records/trace.ts';
 import { ROWS_PER_STATEMENT } from '../src/modules/records/sql.ts';
 import { loadRules } from '../src/modules/rules/store.ts';
 import { SanctionsIndex } from '../src/modules/screening/sanctions/matcher.ts';

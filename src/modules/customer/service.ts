@@ -1,6 +1,7 @@
 import type { AppContext } from '../../context.ts';
 import type { Actor } from '../../actor.ts';
-import { runBatch, skippedResult, type BatchPlan, type BatchTrace, type ValidRecord } from '../records/batch.ts';
+import { runBatch, skippedResult, type BatchPlan, type ValidRecord } from '../records/batch.ts';
+import type { BatchTrace } from '../records/trace.ts';
 import { withoutNulls, type Action } from '../records/results.ts';
 import { columnsOf } from '../records/sql.ts';
 import type { CustomerScreening, ScreeningSubject } from '../screening/service.ts';

@@ -5,7 +5,7 @@ import { from as copyFrom } from 'pg-copy-streams';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { onConnection } from '../../db/knex.ts';
 import type { ExecutionLogEntry } from '../rules/engine.ts';
-import type { BatchTrace } from './batch.ts';
+import type { BatchTrace } from './trace.ts';
 import type { FieldTable, FieldType } from './fields.ts';
 
 export type ColumnTypes = Record<string, string>;

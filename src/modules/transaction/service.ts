@@ -1,7 +1,8 @@
 import type { AppContext } from '../../context.ts';
 import type { Actor } from '../../actor.ts';
 import { EVENT_TYPES, type EventType } from '../events/service.ts';
-import { runBatch, skippedResult, type BatchPlan, type BatchTrace, type ValidRecord } from '../records/batch.ts';
+import { runBatch, skippedResult, type BatchPlan, type ValidRecord } from '../records/batch.ts';
+import type { BatchTrace } from '../records/trace.ts';
 import type { FieldTable } from '../records/fields.ts';
 import { numericOrNull, withoutNulls, type Action } from '../records/results.ts';
 import { columnsOf } from '../records/sql.ts';
