@@ -346,6 +346,9 @@ export async function showChangelist(ctx: Context, app: AppContext): Promise<voi
   let query: ChangelistQuery = { search: '', order: [], page: 1, filters: {} };
   let result: ListResult | null = null;
   let error: string | null = null;
+  // Read beside the list, not after it (one round trip less); awaited below, so a failure still answers.
+  const savedFilters = savedFiltersOf(app.db, state.principal.user.id, model);
+  savedFilters.catch(() => {});
   try {
     query = parseChangelistQuery(new URLSearchParams(ctx.querystring));
     result = await listRows(site, app.db, model, state.principal, { page: query.page, pageSize: model.pageSize, search: query.search, order: query.order, filters: query.filters });
@@ -370,7 +373,7 @@ export async function showChangelist(ctx: Context, app: AppContext): Promise<voi
       specs={filterSpecs(model, query.filters)}
       actions={allowedActions(app, model, state)}
       canAdd={site.can(state.principal, model, 'add')}
-      savedFilters={await savedFiltersOf(app.db, state.principal.user.id, model)}
+      savedFilters={await savedFilters}
       csrfToken={state.session.csrfToken}
       preferences={state.principal.user}
     />,
