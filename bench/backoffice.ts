@@ -9,6 +9,7 @@
  * me/ p95 5 ms.
  */
 import http from 'node:http';
+import os from 'node:os';
 import { randomBytes } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import knexFactory from 'knex';
@@ -174,6 +175,7 @@ export async function benchBackoffice(): Promise<void> {
         );
         console.log(lines.at(-1));
       }
+      lines[0] += ` Load average ${os.loadavg()[0]!.toFixed(1)} after the list runs (other work shares the cores).`;
       const [{ id }] = await db('financial_transactions').where({ transaction_ref: `tx-${Math.floor(EVENTS / 2)}` }).select('id');
       const detail = await timeHttp(`${base}/api/mobile/data/transaction/financialevent/${id}/?include_inlines=1`, bearer);
       lines.push(
