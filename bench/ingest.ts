@@ -19,14 +19,9 @@ import v8 from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import Koa from 'koa';
 import type { Knex } from 'knex';
-import { loadConfig } from '../src/config.ts';
 import type { AppContext } from '../src/context.ts';
-import { createKnex } from '../src/db/knex.ts';
-import { migrateToLatest } from '../src/db/migrate.ts';
 import { createApp } from '../src/http/app.ts';
-import { createLogger } from '../src/logger.ts';
 import { upsertCustomers } from '../src/modules/customer/service.ts';
-import { defineEvent } from '../src/modules/events/service.ts';
 import { createCredential } from '../src/modules/merchant/service.ts';
 import { BatchTrace } from '../src/modules/records/trace.ts';
 import { ROWS_PER_STATEMENT } from '../src/modules/records/sql.ts';
@@ -34,13 +29,12 @@ import { loadRules } from '../src/modules/rules/store.ts';
 import { SanctionsIndex } from '../src/modules/screening/sanctions/matcher.ts';
 import { replaceSource } from '../src/modules/screening/sanctions/store.ts';
 import { FINANCIAL, upsertTransactions } from '../src/modules/transaction/service.ts';
-import { buildContext } from '../src/server.ts';
-import { benchDatabaseUrl } from './bench-database.ts';
-import { benchmarkRules, financialRecords, seedCustomers } from './fixture-data.ts';
+import { benchmarkRules, financialRecords } from './fixture-data.ts';
 import { generateSanctionEntries } from './generate-sanctions.ts';
 import { random } from './random.ts';
 import os from 'node:os';
 import { machineLine, writeSection } from './results.ts';
+import { BENCH_ACTOR as system, withScoringService } from './scoring-service.ts';
 
 const RUNS = Number(process.env.BENCH_RUNS ?? 15);
 const WARMUP = 2;
@@ -50,7 +44,6 @@ const CUSTOMERS = 200;
 const HISTORY = 50;
 const LONG_HISTORY = 1000;
 const LIST_SIZE = 100_000;
-const system = { type: 'system', id: 'bench' } as const;
 
 v8.setFlagsFromString('--expose-gc');
 const collectGarbage = runInNewContext('gc') as () => void;
@@ -376,125 +369,109 @@ const row = (label: string, result: ScenarioResult, budget: string) =>
   `| ${label} | ${ms(median(result.batch))} (p95 ${ms(p95(result.batch))}) | ${ms(median(result.floor))} | ${ratio(result).toFixed(2)} | ${Math.round(1_000_000 / median(result.batch)).toLocaleString('en')} | ${budget} |`;
 
 export async function benchIngest(): Promise<void> {
-  const database = await benchDatabaseUrl();
-  const knex = createKnex(database.url, 10);
-  try {
-    await knex.raw('drop schema if exists public cascade; create schema public');
-    await migrateToLatest(knex);
-    const config = loadConfig({ LOG_LEVEL: 'silent', DATABASE_URL: database.url });
-    const app = await buildContext(config, knex, createLogger('silent'));
-    try {
-      await defineEvent(knex, { slug: 'deposit', name: 'Deposit', type: 1, active: true }, system);
-      await defineEvent(knex, { slug: 'withdrawal', name: 'Withdrawal', type: 1, active: true }, system);
-      await seedCustomers(knex, CUSTOMERS);
-      await seedHistory(knex, HISTORY, false);
+  await withScoringService(CUSTOMERS, async ({ app, knex }) => {
+    await seedHistory(knex, HISTORY, false);
 
-      const byRules = new Map<number, ScenarioResult>();
-      for (const count of [30, 0, 10, 100]) {
-        await useRules(app, count);
-        byRules.set(count, await financialScenario(app, `${count} rules, ${HISTORY} stored per customer`, `r${count}-`));
-        console.log(`${count} rules: batch ${ms(median(byRules.get(count)!.batch))} ms, floor ${ms(median(byRules.get(count)!.floor))} ms`);
-      }
-      await useRules(app, 30);
-      const overHttp = await httpScenario(app);
-      await seedHistory(knex, LONG_HISTORY - HISTORY, true);
-      const longHistory = await financialScenario(app, `30 rules, ${LONG_HISTORY} stored per customer`, 'long-');
-      console.log(`long history: batch ${ms(median(longHistory.batch))} ms`);
-
-      const entries = generateSanctionEntries(LIST_SIZE, 7);
-      for (const source of ['ofac', 'un', 'opensanctions'] as const) {
-        await knex.transaction((trx) => replaceSource(trx, source, entries.filter((entry) => entry.source === source)));
-      }
-      const buildStarted = performance.now();
-      const index = SanctionsIndex.build(entries);
-      const buildMs = performance.now() - buildStarted;
-      const next = random(99);
-      const names = Array.from({ length: 2000 }, (_, i) => {
-        const entry = entries[Math.floor(next() * entries.length)]!;
-        return i % 2 ? entry.name : `${['Anna', 'Peter', 'Mehmet', 'Olga', 'Juan'][i % 5]} ${entry.name.split(' ').at(-1)}`;
-      });
-      for (const name of names.slice(0, 200)) index.screen({ name });
-      const perName: number[] = [];
-      for (const name of names) {
-        const started = performance.now();
-        index.screen({ name, schema: 'person' });
-        perName.push(performance.now() - started);
-      }
-      const customers = await customerScenario(app, names);
-
-      const main = byRules.get(30)!;
-      const noRules = byRules.get(0)!;
-      const httpFloor = median(overHttp.floor) + median(overHttp.echo);
-      const lines = [
-        '## Ingestion hot path against its floor (server side and HTTP)',
-        '',
-        `Machine: ${machineLine()}, load average ${os.loadavg()[0]!.toFixed(1)} at the end (other work shares the cores). ${process.env.DATABASE_URL ? 'PostgreSQL from DATABASE_URL' : 'Embedded PostgreSQL'} on the same machine, ` +
-          `synchronous_commit on. ${CUSTOMERS} customers; ${HISTORY} stored financial transactions per customer over the last 30 days. ` +
-          `Medians of ${RUNS} runs after ${WARMUP} warm-up runs; each batch alternates with its floor, and what both wrote is deleted (and vacuumed) before the next run. ` +
-          'Command: `npm run bench ingest`.',
-        '',
-        '**The floor** is the bare cost of writing what the service must write, measured in the same run on the same tables: one set-based ' +
-          'upsert (`json_to_recordset`, ON CONFLICT DO UPDATE) of the same 1000 record rows and one insert of a minimal execution-log row per ' +
-          'record (its id, the record id, score, decision, matched rule codes; constants for the other NOT NULL columns), in one transaction, ' +
-          'with no validation, aggregates or scoring.',
-        '',
-        '| batch of 1000 | median ms | floor ms | ratio | records/s | budget |',
-        '|---|---|---|---|---|---|',
-        row(`financial, 30 rules incl. velocity aggregates, ${HISTORY} stored per customer`, main, 'at most 2x (aim 1.5x)'),
-        row('financial, no rules loaded', noRules, 'at most 2x'),
-        row(`customers, screening over ${LIST_SIZE.toLocaleString('en')} list entries`, customers, 'at most 2x'),
-        '',
-        `Over HTTP (30 rules): ${ms(median(overHttp.warden))} ms per 1000-record request (p95 ${ms(p95(overHttp.warden))}), against the floor ` +
-          `(${ms(median(overHttp.floor))} ms) plus a bare Koa echo of the same ${Math.round(JSON.stringify(financialRecords(1000, CUSTOMERS, 'x', 1, 20)).length / 1024)} KB body ` +
-          `(${ms(median(overHttp.echo))} ms): ratio **${(median(overHttp.warden) / httpFloor).toFixed(2)}** (budget at most 2x), ` +
-          `${Math.round(1_000_000 / median(overHttp.warden)).toLocaleString('en')} records/s.`,
-        '',
-        `The floor without the log rows (records alone): ${ms(median(main.records))} ms; the minimal log rows make the floor ` +
-          `${(median(main.floor) / median(main.records)).toFixed(2)}x the records-only insert.`,
-        '',
-        '### Where a 30-rule batch spends its time',
-        '',
-        ...phaseTable(main),
-        '',
-        `SQL statements per batch: ${main.roundTrips}, besides the alerts' own. The customers with their stored history in one statement (sent ` +
-          'before validation, from the records as sent, and read while the records are validated; a range the valid records need beyond it would ' +
-          `be read again); BEGIN; the records' upsert in chunks of ${ROWS_PER_STATEMENT} (each chunk serialised while PostgreSQL writes the ` +
-          'previous one, the logs built meanwhile); COPY of the execution logs; the alerts (cases module: their statement and two for the staff ' +
-          'notifications, when any record raises one); COMMIT. A batch of up to 32 scored records writes its records and logs in one statement. ' +
-          'Events and rules come from the NOTIFY-invalidated caches; the reads and the upserts are named prepared statements. ' +
-          `Alerts raised per batch: ${median(main.alerts)} of 1000 records (these rules over this history flag every record), so the alerts' ` +
-          `statement writes 1000 alert rows and extends the cases of ${CUSTOMERS} customers in every batch: the "alerts and commit" phase. ` +
-          `Peak heap growth during a batch started from a forced full GC: ${ms(main.heapGrowthMb)} MB (budget 50 MB; ${HEAP_RUNS} such batches, ` +
-          `taking ${main.afterGc.map(ms).join(' and ')} ms, not in the medians above). Longest event-loop stall during a batch: ` +
-          `${ms(main.stallMs)} ms server side, ${ms(overHttp.stallMs)} ms over HTTP (a /healthz arriving then waits at most that long; budget 50 ms).`,
-        '',
-        ...phaseTable(noRules),
-        '',
-        ...phaseTable(customers),
-        '',
-        '### Cost growth',
-        '',
-        '| financial batch of 1000 | median ms | floor ms | ratio |',
-        '|---|---|---|---|',
-        ...[0, 10, 30, 100].map((count) => {
-          const result = byRules.get(count)!;
-          return `| ${count} rules, ${HISTORY} stored per customer | ${ms(median(result.batch))} | ${ms(median(result.floor))} | ${ratio(result).toFixed(2)} |`;
-        }),
-        `| 30 rules, ${LONG_HISTORY} stored per customer (${LONG_HISTORY - HISTORY} older than 30 days) | ${ms(median(longHistory.batch))} | ${ms(median(longHistory.floor))} | ${ratio(longHistory).toFixed(2)} |`,
-        '',
-        `Validation with the customers-and-history read beside it, then the aggregates: ${ms(median(main.phases.map(historyPhases)))} ms at ${HISTORY} stored per customer, ` +
-          `${ms(median(longHistory.phases.map(historyPhases)))} ms at ${LONG_HISTORY} (the window query reads only the window).`,
-        '',
-        `Screening one name over ${LIST_SIZE.toLocaleString('en')} entries (one thread, ${perName.length} names): median ${median(perName).toFixed(3)} ms, ` +
-          `p95 ${p95(perName).toFixed(3)} ms (budget 1 ms). Index build: ${ms(buildMs)} ms (once per list version, shared with the workers).`,
-      ];
-      console.log(lines.join('\n'));
-      await writeSection('ingest', lines.join('\n'));
-    } finally {
-      await app.close();
+    const byRules = new Map<number, ScenarioResult>();
+    for (const count of [30, 0, 10, 100]) {
+      await useRules(app, count);
+      byRules.set(count, await financialScenario(app, `${count} rules, ${HISTORY} stored per customer`, `r${count}-`));
+      console.log(`${count} rules: batch ${ms(median(byRules.get(count)!.batch))} ms, floor ${ms(median(byRules.get(count)!.floor))} ms`);
     }
-  } finally {
-    await knex.destroy();
-    await database.stop();
-  }
+    await useRules(app, 30);
+    const overHttp = await httpScenario(app);
+    await seedHistory(knex, LONG_HISTORY - HISTORY, true);
+    const longHistory = await financialScenario(app, `30 rules, ${LONG_HISTORY} stored per customer`, 'long-');
+    console.log(`long history: batch ${ms(median(longHistory.batch))} ms`);
+
+    const entries = generateSanctionEntries(LIST_SIZE, 7);
+    for (const source of ['ofac', 'un', 'opensanctions'] as const) {
+      await knex.transaction((trx) => replaceSource(trx, source, entries.filter((entry) => entry.source === source)));
+    }
+    const buildStarted = performance.now();
+    const index = SanctionsIndex.build(entries);
+    const buildMs = performance.now() - buildStarted;
+    const next = random(99);
+    const names = Array.from({ length: 2000 }, (_, i) => {
+      const entry = entries[Math.floor(next() * entries.length)]!;
+      return i % 2 ? entry.name : `${['Anna', 'Peter', 'Mehmet', 'Olga', 'Juan'][i % 5]} ${entry.name.split(' ').at(-1)}`;
+    });
+    for (const name of names.slice(0, 200)) index.screen({ name });
+    const perName: number[] = [];
+    for (const name of names) {
+      const started = performance.now();
+      index.screen({ name, schema: 'person' });
+      perName.push(performance.now() - started);
+    }
+    const customers = await customerScenario(app, names);
+
+    const main = byRules.get(30)!;
+    const noRules = byRules.get(0)!;
+    const httpFloor = median(overHttp.floor) + median(overHttp.echo);
+    const lines = [
+      '## Ingestion hot path against its floor (server side and HTTP)',
+      '',
+      `Machine: ${machineLine()}, load average ${os.loadavg()[0]!.toFixed(1)} at the end (other work shares the cores). ${process.env.DATABASE_URL ? 'PostgreSQL from DATABASE_URL' : 'Embedded PostgreSQL'} on the same machine, ` +
+        `synchronous_commit on. ${CUSTOMERS} customers; ${HISTORY} stored financial transactions per customer over the last 30 days. ` +
+        `Medians of ${RUNS} runs after ${WARMUP} warm-up runs; each batch alternates with its floor, and what both wrote is deleted (and vacuumed) before the next run. ` +
+        'Command: `npm run bench ingest`.',
+      '',
+      '**The floor** is the bare cost of writing what the service must write, measured in the same run on the same tables: one set-based ' +
+        'upsert (`json_to_recordset`, ON CONFLICT DO UPDATE) of the same 1000 record rows and one insert of a minimal execution-log row per ' +
+        'record (its id, the record id, score, decision, matched rule codes; constants for the other NOT NULL columns), in one transaction, ' +
+        'with no validation, aggregates or scoring.',
+      '',
+      '| batch of 1000 | median ms | floor ms | ratio | records/s | budget |',
+      '|---|---|---|---|---|---|',
+      row(`financial, 30 rules incl. velocity aggregates, ${HISTORY} stored per customer`, main, 'at most 2x (aim 1.5x)'),
+      row('financial, no rules loaded', noRules, 'at most 2x'),
+      row(`customers, screening over ${LIST_SIZE.toLocaleString('en')} list entries`, customers, 'at most 2x'),
+      '',
+      `Over HTTP (30 rules): ${ms(median(overHttp.warden))} ms per 1000-record request (p95 ${ms(p95(overHttp.warden))}), against the floor ` +
+        `(${ms(median(overHttp.floor))} ms) plus a bare Koa echo of the same ${Math.round(JSON.stringify(financialRecords(1000, CUSTOMERS, 'x', 1, 20)).length / 1024)} KB body ` +
+        `(${ms(median(overHttp.echo))} ms): ratio **${(median(overHttp.warden) / httpFloor).toFixed(2)}** (budget at most 2x), ` +
+        `${Math.round(1_000_000 / median(overHttp.warden)).toLocaleString('en')} records/s.`,
+      '',
+      `The floor without the log rows (records alone): ${ms(median(main.records))} ms; the minimal log rows make the floor ` +
+        `${(median(main.floor) / median(main.records)).toFixed(2)}x the records-only insert.`,
+      '',
+      '### Where a 30-rule batch spends its time',
+      '',
+      ...phaseTable(main),
+      '',
+      `SQL statements per batch: ${main.roundTrips}, besides the alerts' own. The customers with their stored history in one statement (sent ` +
+        'before validation, from the records as sent, and read while the records are validated; a range the valid records need beyond it would ' +
+        `be read again); BEGIN; the records' upsert in chunks of ${ROWS_PER_STATEMENT} (each chunk serialised while PostgreSQL writes the ` +
+        'previous one, the logs built meanwhile); COPY of the execution logs; the alerts (cases module: their statement and two for the staff ' +
+        'notifications, when any record raises one); COMMIT. A batch of up to 32 scored records writes its records and logs in one statement. ' +
+        'Events and rules come from the NOTIFY-invalidated caches; the reads and the upserts are named prepared statements. ' +
+        `Alerts raised per batch: ${median(main.alerts)} of 1000 records (these rules over this history flag every record), so the alerts' ` +
+        `statement writes 1000 alert rows and extends the cases of ${CUSTOMERS} customers in every batch: the "alerts and commit" phase. ` +
+        `Peak heap growth during a batch started from a forced full GC: ${ms(main.heapGrowthMb)} MB (budget 50 MB; ${HEAP_RUNS} such batches, ` +
+        `taking ${main.afterGc.map(ms).join(' and ')} ms, not in the medians above). Longest event-loop stall during a batch: ` +
+        `${ms(main.stallMs)} ms server side, ${ms(overHttp.stallMs)} ms over HTTP (a /healthz arriving then waits at most that long; budget 50 ms).`,
+      '',
+      ...phaseTable(noRules),
+      '',
+      ...phaseTable(customers),
+      '',
+      '### Cost growth',
+      '',
+      '| financial batch of 1000 | median ms | floor ms | ratio |',
+      '|---|---|---|---|',
+      ...[0, 10, 30, 100].map((count) => {
+        const result = byRules.get(count)!;
+        return `| ${count} rules, ${HISTORY} stored per customer | ${ms(median(result.batch))} | ${ms(median(result.floor))} | ${ratio(result).toFixed(2)} |`;
+      }),
+      `| 30 rules, ${LONG_HISTORY} stored per customer (${LONG_HISTORY - HISTORY} older than 30 days) | ${ms(median(longHistory.batch))} | ${ms(median(longHistory.floor))} | ${ratio(longHistory).toFixed(2)} |`,
+      '',
+      `Validation with the customers-and-history read beside it, then the aggregates: ${ms(median(main.phases.map(historyPhases)))} ms at ${HISTORY} stored per customer, ` +
+        `${ms(median(longHistory.phases.map(historyPhases)))} ms at ${LONG_HISTORY} (the window query reads only the window).`,
+      '',
+      `Screening one name over ${LIST_SIZE.toLocaleString('en')} entries (one thread, ${perName.length} names): median ${median(perName).toFixed(3)} ms, ` +
+        `p95 ${p95(perName).toFixed(3)} ms (budget 1 ms). Index build: ${ms(buildMs)} ms (once per list version, shared with the workers).`,
+    ];
+    console.log(lines.join('\n'));
+    await writeSection('ingest', lines.join('\n'));
+  });
 }

@@ -6,23 +6,16 @@
  * the service stores them. Budget: 10 s on 2 cores.
  */
 import os from 'node:os';
-import { loadConfig } from '../src/config.ts';
-import { createKnex } from '../src/db/knex.ts';
-import { migrateToLatest } from '../src/db/migrate.ts';
-import { createLogger } from '../src/logger.ts';
-import { defineEvent } from '../src/modules/events/service.ts';
 import { loadRules } from '../src/modules/rules/store.ts';
 import { FINANCIAL, upsertTransactions } from '../src/modules/transaction/service.ts';
 import { replay, type ReplayEvidence } from '../src/modules/approvals/replay.ts';
-import { buildContext } from '../src/server.ts';
-import { benchDatabaseUrl } from './bench-database.ts';
-import { benchmarkRules, financialRecords, seedCustomers } from './fixture-data.ts';
+import { benchmarkRules, financialRecords } from './fixture-data.ts';
 import { machineLine, writeSection } from './results.ts';
+import { BENCH_ACTOR as system, withScoringService } from './scoring-service.ts';
 
 const EVENTS = 100_000;
 const CUSTOMERS = 2000;
 const RUNS = 5;
-const system = { type: 'system', id: 'bench' } as const;
 
 function median(values: number[]): number {
   const sorted = [...values].sort((a, b) => a - b);
@@ -30,46 +23,36 @@ function median(values: number[]): number {
 }
 
 export async function benchReplay(): Promise<void> {
-  const database = await benchDatabaseUrl();
-  const knex = createKnex(database.url, 10);
-  try {
-    await knex.raw('drop schema if exists public cascade; create schema public');
-    await migrateToLatest(knex);
-    const config = loadConfig({ LOG_LEVEL: 'silent', DATABASE_URL: database.url });
-    const app = await buildContext(config, knex, createLogger('silent'));
-    try {
-      await defineEvent(knex, { slug: 'deposit', name: 'Deposit', type: 1, active: true }, system);
-      await defineEvent(knex, { slug: 'withdrawal', name: 'Withdrawal', type: 1, active: true }, system);
-      await seedCustomers(knex, CUSTOMERS);
-      await loadRules(knex, await benchmarkRules(30), system, { deactivateMissing: true });
-      const seeded = performance.now();
-      for (let batch = 0; batch < EVENTS / 1000; batch++) {
-        // Within the last 23 hours: older records are stored unscored (no execution log), and the replay reads scored ones.
-        await upsertTransactions(app, FINANCIAL, financialRecords(1000, CUSTOMERS, `replay-${batch}`, 100 + batch, 23), system, Date.now());
-      }
-      await knex.raw('vacuum analyze financial_transactions, execution_logs');
-      console.log(`seeded ${EVENTS} events in ${((performance.now() - seeded) / 1000).toFixed(1)} s`);
+  await withScoringService(CUSTOMERS, async ({ app, knex, config }) => {
+    await loadRules(knex, await benchmarkRules(30), system, { deactivateMissing: true });
+    const seeded = performance.now();
+    for (let batch = 0; batch < EVENTS / 1000; batch++) {
+      // Within the last 23 hours: older records are stored unscored (no execution log), and the replay reads scored ones.
+      await upsertTransactions(app, FINANCIAL, financialRecords(1000, CUSTOMERS, `replay-${batch}`, 100 + batch, 23), system, Date.now());
+    }
+    await knex.raw('vacuum analyze financial_transactions, execution_logs');
+    console.log(`seeded ${EVENTS} events in ${((performance.now() - seeded) / 1000).toFixed(1)} s`);
 
-      const current = await app.rules.active();
-      // The proposal: the first financial rule scores 25 more, which moves records between outcomes.
-      const changed = current.find((rule) => rule.target === 'financial')!;
-      const proposed = current.map((rule) => (rule === changed ? { ...rule, score: rule.score + 25, version: rule.version + 1 } : rule));
-      const to = new Date();
-      const window = { from: new Date(to.getTime() - 30 * 86_400_000), to, days: 30 };
-      const times: number[] = [];
-      let evidence: ReplayEvidence | null = null;
-      for (let run = 0; run < RUNS + 1; run++) {
-        const started = performance.now();
-        evidence = await replay(knex, current, proposed, config.thresholds, window);
-        const elapsed = performance.now() - started;
-        if (evidence.events !== EVENTS) throw new Error(`replayed ${evidence.events} events, expected ${EVENTS}`);
-        if (run > 0) times.push(elapsed);
-        console.log(`replay ${run === 0 ? '(warm-up) ' : ''}${(elapsed / 1000).toFixed(2)} s, ${evidence.changed} changed`);
-      }
-      const sorted = [...times].sort((a, b) => a - b);
-      await writeSection(
-        'replay',
-        `## Rule-change replay (approval evidence)
+    const current = await app.rules.active();
+    // The proposal: the first financial rule scores 25 more, which moves records between outcomes.
+    const changed = current.find((rule) => rule.target === 'financial')!;
+    const proposed = current.map((rule) => (rule === changed ? { ...rule, score: rule.score + 25, version: rule.version + 1 } : rule));
+    const to = new Date();
+    const window = { from: new Date(to.getTime() - 30 * 86_400_000), to, days: 30 };
+    const times: number[] = [];
+    let evidence: ReplayEvidence | null = null;
+    for (let run = 0; run < RUNS + 1; run++) {
+      const started = performance.now();
+      evidence = await replay(knex, current, proposed, config.thresholds, window);
+      const elapsed = performance.now() - started;
+      if (evidence.events !== EVENTS) throw new Error(`replayed ${evidence.events} events, expected ${EVENTS}`);
+      if (run > 0) times.push(elapsed);
+      console.log(`replay ${run === 0 ? '(warm-up) ' : ''}${(elapsed / 1000).toFixed(2)} s, ${evidence.changed} changed`);
+    }
+    const sorted = [...times].sort((a, b) => a - b);
+    await writeSection(
+      'replay',
+      `## Rule-change replay (approval evidence)
 
 Machine: ${machineLine()}, load average ${os.loadavg()[0]!.toFixed(1)} at the end (other work shares the cores). PostgreSQL on the same machine. ${EVENTS.toLocaleString('en')} financial events of ${CUSTOMERS} customers stored through the batch path (with their execution logs), 30 financial rules incl. aggregates; the proposal raises one rule's score by 25. Command: \`npm run bench replay\`.
 
@@ -78,12 +61,6 @@ Machine: ${machineLine()}, load average ${os.loadavg()[0]!.toFixed(1)} at the en
 | replay of ${EVENTS.toLocaleString('en')} events through both rule sets (${RUNS} runs after a warm-up) | ${(median(times) / 1000).toFixed(2)} s | ${(sorted[sorted.length - 1]! / 1000).toFixed(2)} s | 10 s |
 
 Throughput at the median: ${Math.round(EVENTS / (median(times) / 1000)).toLocaleString('en')} events/s. Outcome changes: ${evidence!.changed.toLocaleString('en')} (alerts added ${evidence!.alerts_added}, removed ${evidence!.alerts_removed}).`,
-      );
-    } finally {
-      await app.close();
-    }
-  } finally {
-    await knex.destroy();
-    await database.stop();
-  }
+    );
+  });
 }
