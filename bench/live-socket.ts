@@ -5,7 +5,7 @@
  * process (src/main.ts), so the clients' memory is not counted; latencies are taken by the
  * clients in this process, from just before the NOTIFY to each socket's receipt.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
 import fs from 'node:fs/promises';
 import os from 'node:os';
@@ -22,29 +22,14 @@ import { MobileTokens } from '../src/modules/mobile/tokens.ts';
 import { createUser } from '../src/modules/staff/service.ts';
 import { benchDatabaseUrl } from './bench-database.ts';
 import { machineLine, writeSection } from './results.ts';
+import { startService } from './service-process.ts';
 
 const SOCKETS = Number(process.env.BENCH_LIVE_SOCKETS ?? 2000);
 const BROADCASTS = Number(process.env.BENCH_LIVE_BROADCASTS ?? 50);
-const root = path.resolve(import.meta.dirname, '..');
 
 function percentile(samples: number[], fraction: number): number {
   const sorted = [...samples].sort((a, b) => a - b);
   return sorted[Math.min(sorted.length - 1, Math.floor(fraction * sorted.length))]!;
-}
-
-function startService(env: NodeJS.ProcessEnv): Promise<{ child: ChildProcess; url: string }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] });
-  return new Promise((resolve, reject) => {
-    let output = '';
-    const onData = (chunk: Buffer) => {
-      output += chunk.toString();
-      const match = /Warden listening on (http:\/\/\S+)/.exec(output);
-      if (match) resolve({ child, url: match[1]! });
-    };
-    child.stdout!.on('data', onData);
-    child.stderr!.on('data', onData);
-    child.on('exit', (code) => reject(new Error(`service exited with ${code}: ${output}`)));
-  });
 }
 
 async function memory(url: string): Promise<{ rss: number; heap: number }> {
