@@ -22,7 +22,7 @@ import { MobileTokens } from '../src/modules/mobile/tokens.ts';
 import { createUser } from '../src/modules/staff/service.ts';
 import { benchDatabaseUrl } from './bench-database.ts';
 import { machineLine, writeSection } from './results.ts';
-import { startService } from './service-process.ts';
+import { startService } from '../test/helpers/service.ts';
 
 const SOCKETS = Number(process.env.BENCH_LIVE_SOCKETS ?? 2000);
 const BROADCASTS = Number(process.env.BENCH_LIVE_BROADCASTS ?? 50);

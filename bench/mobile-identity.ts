@@ -23,7 +23,7 @@ import { issueLoginTicket } from '../src/modules/mobile/tickets.ts';
 import { createGroup, createUser } from '../src/modules/staff/service.ts';
 import { benchDatabaseUrl } from './bench-database.ts';
 import { machineLine, writeSection } from './results.ts';
-import { startService, stopService } from './service-process.ts';
+import { startService, stopService } from '../test/helpers/service.ts';
 
 const RUNS = Number(process.env.BENCH_RUNS ?? 300);
 const WARMUP = 30;

@@ -19,3 +19,11 @@ export function startService(env: NodeJS.ProcessEnv): Promise<{ child: ChildProc
     setTimeout(() => reject(new Error(`service did not start: ${output}`)), 60_000);
   });
 }
+
+/** Stops a service started by startService and waits for its exit. */
+export async function stopService(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null) return;
+  const exited = new Promise((resolve) => child.once('exit', resolve));
+  child.kill('SIGTERM');
+  await exited;
+}
