@@ -1,4 +1,5 @@
 import test from 'ava';
+import { jwtVerify } from 'jose';
 import { ConfigError, loadConfig } from '../../src/config.ts';
 import { pushIdentity, websocketUrl } from '../../src/modules/mobile/account.ts';
 import { formatTimestamp } from '../../src/modules/mobile/dates.ts';
@@ -42,6 +43,11 @@ test('access tokens: valid for exactly one hour of the given clock, bound to use
   const issuedAt = new Date('2026-11-23T10:00:00Z');
   const { token, expiresIn } = await tokens.issue({ userId: USER, deviceId: DEVICE }, issuedAt);
   t.is(expiresIn, 3600);
+  // Signed with node's HMAC: a standard HS256 JWT, as jose itself reads it.
+  const verified = await jwtVerify(token, key, { algorithms: ['HS256'], issuer: 'warden', audience: 'mobile', currentDate: issuedAt });
+  t.deepEqual(verified.protectedHeader, { alg: 'HS256', typ: 'JWT' });
+  t.like(verified.payload, { sub: USER, dev: DEVICE, iat: issuedAt.getTime() / 1000, exp: issuedAt.getTime() / 1000 + 3600 });
+  t.regex(String(verified.payload.jti), /^[0-9a-f-]{36}$/);
   t.deepEqual(await tokens.verify(token, new Date('2026-11-23T10:59:59Z')), { userId: USER, deviceId: DEVICE });
   await t.throwsAsync(tokens.verify(token, new Date('2026-11-23T11:00:00Z')), { instanceOf: AccessTokenError, message: 'token_expired' });
   const otherKey = new MobileTokens(async () => new TextEncoder().encode('o'.repeat(32)));
