@@ -45,8 +45,9 @@ export async function buildContext(config: Config, db: Database['knex'], logger:
   const pools = createPools(config);
   const jobs = await JobQueue.start(
     db,
-    { jobTimeoutSeconds: config.jobTimeoutSeconds, maintenanceSeconds: config.jobMaintenanceSeconds, pollingSeconds: 0.5 },
+    { jobTimeoutSeconds: config.jobTimeoutSeconds, maintenanceSeconds: config.jobMaintenanceSeconds, pollingSeconds: 2 },
     logger,
+    notifications,
   );
   const documents = new DocumentsChannel(tokens, logger);
   // Bound before anything listens: a registration that refers to a missing field stops start-up here.

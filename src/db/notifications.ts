@@ -15,6 +15,8 @@ export const CHANNELS = {
   live: 'warden_live',
   // payload: {session_id, status} of a video_call_queue row just written (announced by its trigger)
   videoQueue: 'warden_video_queue',
+  // payload: the name of a job queue a job was just sent to (its workers fetch at once)
+  jobs: 'warden_jobs',
 } as const;
 export type Channel = (typeof CHANNELS)[keyof typeof CHANNELS];
 

@@ -2,6 +2,7 @@ import type { Knex } from 'knex';
 import PgBoss from 'pg-boss';
 import type pg from 'pg';
 import type { Logger } from '../logger.ts';
+import { announce, CHANNELS, type NotificationHub } from '../db/notifications.ts';
 
 export const QUEUES = {
   verifyArtifact: 'verify-artifact',
@@ -19,6 +20,10 @@ export interface QueueSettings {
   jobTimeoutSeconds: number;
   /** How often expired jobs are looked for. */
   maintenanceSeconds: number;
+  /**
+   * How often an idle worker looks for jobs that no NOTIFY announced: retries whose delay has
+   * passed, and anything sent while this process's listener was reconnecting.
+   */
   pollingSeconds: number;
 }
 
@@ -88,19 +93,33 @@ export interface JobHandlerContext<T> {
  * Jobs are sent inside the caller's transaction, so an upload is confirmed only once its job is
  * committed with it; jobs survive a kill and are picked up (or, if they were running, retried
  * after `jobTimeoutSeconds`) when a process starts.
+ *
+ * A job sent announces its queue on the jobs channel (delivered at commit, to every process), and
+ * the workers of that queue fetch at once; a worker that finished a job fetches again at once, so a
+ * burst drains without waiting. Polling is only the fallback (`pollingSeconds`): ten workers
+ * polling twice a second were a steady load of database round trips that, on two cores, showed in
+ * the tail latency of unrelated requests (bench/RESULTS.md, mobile identity).
  */
 export class JobQueue {
   private readonly boss: PgBoss;
+  /** pg-boss worker ids by queue name, for waking them. */
+  private readonly workers = new Map<string, string[]>();
 
   private constructor(
     boss: PgBoss,
     private readonly settings: QueueSettings,
     private readonly logger: Logger,
+    hub?: NotificationHub,
   ) {
     this.boss = boss;
+    hub?.subscribe(CHANNELS.jobs, (name) => this.wake(name));
+    // Announcements may have been missed while the listener was away: every worker looks once.
+    hub?.onReset(() => {
+      for (const name of this.workers.keys()) this.wake(name);
+    });
   }
 
-  static async start(db: Knex, settings: QueueSettings, logger: Logger): Promise<JobQueue> {
+  static async start(db: Knex, settings: QueueSettings, logger: Logger, hub?: NotificationHub): Promise<JobQueue> {
     const boss = new PgBoss({
       db: poolExecutor(db),
       schema: 'pgboss',
@@ -121,25 +140,33 @@ export class JobQueue {
         });
       }
     });
-    return new JobQueue(boss, settings, logger);
+    return new JobQueue(boss, settings, logger, hub);
+  }
+
+  private wake(name: string): void {
+    for (const id of this.workers.get(name) ?? []) this.boss.notifyWorker(id);
   }
 
   async enqueueVerification(trx: Knex.Transaction, artifactId: string): Promise<void> {
     await this.boss.send(QUEUES.verifyArtifact, { artifactId }, { db: transactionExecutor(trx) });
+    await announce(trx, CHANNELS.jobs, QUEUES.verifyArtifact);
   }
 
   async notifyFlow(trx: Knex.Transaction, sessionId: string): Promise<void> {
     await this.boss.send(QUEUES.notifyFlow, { sessionId }, { db: transactionExecutor(trx), retryLimit: 8 });
+    await announce(trx, CHANNELS.jobs, QUEUES.notifyFlow);
   }
 
   /** A compliance decision that changed a record's outcome, for the merchant's webhook (retried like flow notifications). */
   async notifyDecision(trx: Knex.Transaction, decisionId: string): Promise<void> {
     await this.boss.send(QUEUES.notifyDecision, { decisionId }, { db: transactionExecutor(trx), retryLimit: 8 });
+    await announce(trx, CHANNELS.jobs, QUEUES.notifyDecision);
   }
 
   /** The replay evidence of a rule change waiting for approval. */
   async replayRuleChange(trx: Knex.Transaction, requestId: string): Promise<void> {
     await this.boss.send(QUEUES.replayRuleChange, { requestId }, { db: transactionExecutor(trx), retryLimit: 2 });
+    await announce(trx, CHANNELS.jobs, QUEUES.replayRuleChange);
   }
 
   /** One push job per notification and device, so a provider's retry never resends to the others. */
@@ -149,11 +176,13 @@ export class JobQueue {
       deliveries.map((data) => ({ name: QUEUES.sendPush, data, retryLimit: 5, retryDelay: 1, retryBackoff: true, expireInSeconds: 60 })),
       { db: transactionExecutor(trx) },
     );
+    await announce(trx, CHANNELS.jobs, QUEUES.sendPush);
   }
 
   /** A report run; a failing report records its error on the last attempt instead of throwing. */
   async runReport(trx: Knex.Transaction, resultId: number): Promise<void> {
     await this.boss.send(QUEUES.runReport, { resultId }, { db: transactionExecutor(trx), retryLimit: 1 });
+    await announce(trx, CHANNELS.jobs, QUEUES.runReport);
   }
 
   /**
@@ -162,7 +191,9 @@ export class JobQueue {
    * stored with its reason by the handler.
    */
   async runAi(trx: Knex.Transaction, name: typeof QUEUES.aiReview | typeof QUEUES.assistantTurn, data: object): Promise<string | null> {
-    return this.boss.send(name, data, { db: transactionExecutor(trx), retryLimit: 0 });
+    const id = await this.boss.send(name, data, { db: transactionExecutor(trx), retryLimit: 0 });
+    await announce(trx, CHANNELS.jobs, name);
+    return id;
   }
 
   /**
@@ -176,10 +207,13 @@ export class JobQueue {
   }
 
   private async workOne<T extends object>(name: string, handler: (job: JobHandlerContext<T>) => Promise<void>): Promise<void> {
-    await this.boss.work<T>(
+    let id: string | undefined;
+    id = await this.boss.work<T>(
       name,
       { includeMetadata: true, batchSize: 1, pollingIntervalSeconds: this.settings.pollingSeconds },
       async (jobs) => {
+        // Whatever happens to this job, the worker fetches again at once rather than after the polling interval.
+        if (id) this.boss.notifyWorker(id);
         for (const job of jobs) {
           await handler({ data: job.data, attempt: job.retryCount + 1, finalAttempt: job.retryCount >= job.retryLimit }).catch((error) => {
             this.logger.warn({ err: error, queue: name, job: job.id, attempt: job.retryCount }, 'job failed; it will be retried');
@@ -188,6 +222,7 @@ export class JobQueue {
         }
       },
     );
+    this.workers.set(name, [...(this.workers.get(name) ?? []), id]);
   }
 
   async stop(): Promise<void> {
