@@ -205,6 +205,18 @@ test.serial('window aggregates equal a plain scan of every earlier transaction (
     compared++;
   }
   t.true(compared > 30);
+
+  // One record (its own statement shape, with scalars): with and without a stored version of its ref.
+  for (const resentRef of [null, 'agg-3']) {
+    const customerId = stored.find((row) => row.ref === 'agg-3')!.customerId;
+    const item: AggregateItem = { index: 0, customerId, eventDate: now - 3_600_000, wanted: true, contribution: { amount: 12.5, ioType: 0, deviceId: 'd1', ip: null, country: 'DE' } };
+    const single = await computeAggregates(knex, [item], resentRef ? [resentRef] : []);
+    const storedHistory = stored
+      .filter((row) => row.customerId === customerId && row.ref !== resentRef)
+      .map((row) => ({ at: row.at, index: Number.MAX_SAFE_INTEGER, cents: row.cents, io: row.io, device: row.device, ip: row.ip, country: row.country }));
+    const firstStored = Math.min(...storedHistory.map((entry) => entry.at));
+    t.deepEqual(single.get(0), naiveAggregates(storedHistory.filter((entry) => entry.at < item.eventDate), { at: item.eventDate, index: 0 }, firstStored), `one record, re-sent ${resentRef}`);
+  }
 });
 
 test.serial('dates without a zone, which the service reads as UTC and Date.parse as local time, give the aggregates of their UTC form', async (t) => {
