@@ -39,7 +39,7 @@ export function alertKind(record: ScoredRecord, settings: AlertSettings): 'sanct
 const RAISE = `
   with input as (
     select * from json_to_recordset(?::json) as r(target text, record_id uuid, record_ref text, customer_id uuid, log_id uuid, kind text,
-      score numeric, decision text, rule_codes json)
+      score numeric, decision text, rule_codes text[])
   ), per_customer as (
     select customer_id, max(score) as priority, count(*)::int as alerts from input group by customer_id order by customer_id
   ), opened as (
@@ -50,8 +50,7 @@ const RAISE = `
     returning id, customer_id
   )
   insert into alerts (case_id, customer_id, target, record_id, record_ref, log_id, kind, score, decision, rule_codes)
-  select o.id, i.customer_id, i.target, i.record_id, i.record_ref, i.log_id, i.kind, i.score, i.decision,
-    array(select json_array_elements_text(i.rule_codes))
+  select o.id, i.customer_id, i.target, i.record_id, i.record_ref, i.log_id, i.kind, i.score, i.decision, i.rule_codes
   from input i join opened o on o.customer_id = i.customer_id`;
 
 /**
