@@ -206,7 +206,7 @@ test.serial('window aggregates equal a plain scan of every earlier transaction (
   }
   t.true(compared > 30);
 
-  // One record (its own statement shape, with scalars): with and without a stored version of its ref.
+  // One record: with and without a stored version of its ref.
   for (const resentRef of [null, 'agg-3']) {
     const customerId = stored.find((row) => row.ref === 'agg-3')!.customerId;
     const item: AggregateItem = { index: 0, customerId, eventDate: now - 3_600_000, wanted: true, contribution: { amount: 12.5, ioType: 0, deviceId: 'd1', ip: null, country: 'DE' } };

@@ -31,17 +31,10 @@ const STORED = Number.MAX_SAFE_INTEGER;
  * batch does not replace them, which is known once the batch is validated. The index
  * (customer_id, event_date) carries every column read, so the cost follows the window, not the
  * customer's whole history. `at` is milliseconds as an exact numeric, read as the nearest double.
- * One customer with at most one ref (a one-record request) has its own shape, with scalars instead
- * of arrays: for arrays of unknown length PostgreSQL's generic plan guesses ten customers, so it
- * planned the statement again for every request; with scalars it keeps the generic plan.
  */
-const CUSTOMERS_WITH_HISTORY_SQL = (by: CustomerKey, columns: string, one: boolean) => `
-with want as (${
-  one
-    ? `select $1::${by === 'id' ? 'uuid' : 'text'} as key, $2::timestamptz as lo, $3::timestamptz as hi`
-    : `select * from unnest($1::${by === 'id' ? 'uuid' : 'text'}[], $2::timestamptz[], $3::timestamptz[]) as w(key, lo, hi)`
-}),
-refs as materialized (${one ? 'select $4::text as ref where $4::text is not null' : 'select unnest($4::text[]) as ref'}),
+const CUSTOMERS_WITH_HISTORY_SQL = (by: CustomerKey, columns: string) => `
+with want as (select * from unnest($1::${by === 'id' ? 'uuid' : 'text'}[], $2::timestamptz[], $3::timestamptz[]) as w(key, lo, hi)),
+refs as materialized (select unnest($4::text[]) as ref),
 resent as (
   select t.customer_id, json_agg(json_build_array(t.transaction_ref, extract(epoch from t.event_date) * 1000, t.amount, t.io_type, t.device_id, t.ip_address, t.country)) as entries
   from financial_transactions t where t.transaction_ref in (select ref from refs) group by t.customer_id
@@ -101,13 +94,10 @@ export async function readCustomers(
 ): Promise<Array<{ customer: Record<string, unknown>; history: CustomerHistory | null }>> {
   if (reads.length === 0) return [];
   const iso = (at: number | null) => (at === null ? null : new Date(at).toISOString());
-  const one = reads.length === 1 && refs.length <= 1;
-  const sql = CUSTOMERS_WITH_HISTORY_SQL(by, columns.map((column) => `c."${column}"`).join(', '), one);
+  const sql = CUSTOMERS_WITH_HISTORY_SQL(by, columns.map((column) => `c."${column}"`).join(', '));
   let name = statementNames.get(sql);
   if (!name) statementNames.set(sql, (name = `warden_customers_${statementNames.size}`));
-  const values = one
-    ? [reads[0]!.key, iso(reads[0]!.lo), iso(reads[0]!.hi), refs[0] ?? null]
-    : [reads.map((read) => read.key), reads.map((read) => iso(read.lo)), reads.map((read) => iso(read.hi)), refs];
+  const values = [reads.map((read) => read.key), reads.map((read) => iso(read.lo)), reads.map((read) => iso(read.hi)), refs];
   const rows = await queryPrepared<Record<string, unknown>>(db, name, sql, values);
   const ranges = new Map(reads.map((read) => [read.key, read]));
   return rows.map((row) => {
