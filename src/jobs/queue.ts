@@ -147,26 +147,29 @@ export class JobQueue {
     for (const id of this.workers.get(name) ?? []) this.boss.notifyWorker(id);
   }
 
+  /** Sends one job in the caller's transaction and announces its queue, so the workers fetch at once. */
+  private async send(trx: Knex.Transaction, name: string, data: object, options: PgBoss.SendOptions = {}): Promise<string | null> {
+    const id = await this.boss.send(name, data, { ...options, db: transactionExecutor(trx) });
+    await announce(trx, CHANNELS.jobs, name);
+    return id;
+  }
+
   async enqueueVerification(trx: Knex.Transaction, artifactId: string): Promise<void> {
-    await this.boss.send(QUEUES.verifyArtifact, { artifactId }, { db: transactionExecutor(trx) });
-    await announce(trx, CHANNELS.jobs, QUEUES.verifyArtifact);
+    await this.send(trx, QUEUES.verifyArtifact, { artifactId });
   }
 
   async notifyFlow(trx: Knex.Transaction, sessionId: string): Promise<void> {
-    await this.boss.send(QUEUES.notifyFlow, { sessionId }, { db: transactionExecutor(trx), retryLimit: 8 });
-    await announce(trx, CHANNELS.jobs, QUEUES.notifyFlow);
+    await this.send(trx, QUEUES.notifyFlow, { sessionId }, { retryLimit: 8 });
   }
 
   /** A compliance decision that changed a record's outcome, for the merchant's webhook (retried like flow notifications). */
   async notifyDecision(trx: Knex.Transaction, decisionId: string): Promise<void> {
-    await this.boss.send(QUEUES.notifyDecision, { decisionId }, { db: transactionExecutor(trx), retryLimit: 8 });
-    await announce(trx, CHANNELS.jobs, QUEUES.notifyDecision);
+    await this.send(trx, QUEUES.notifyDecision, { decisionId }, { retryLimit: 8 });
   }
 
   /** The replay evidence of a rule change waiting for approval. */
   async replayRuleChange(trx: Knex.Transaction, requestId: string): Promise<void> {
-    await this.boss.send(QUEUES.replayRuleChange, { requestId }, { db: transactionExecutor(trx), retryLimit: 2 });
-    await announce(trx, CHANNELS.jobs, QUEUES.replayRuleChange);
+    await this.send(trx, QUEUES.replayRuleChange, { requestId }, { retryLimit: 2 });
   }
 
   /** One push job per notification and device, so a provider's retry never resends to the others. */
@@ -181,8 +184,7 @@ export class JobQueue {
 
   /** A report run; a failing report records its error on the last attempt instead of throwing. */
   async runReport(trx: Knex.Transaction, resultId: number): Promise<void> {
-    await this.boss.send(QUEUES.runReport, { resultId }, { db: transactionExecutor(trx), retryLimit: 1 });
-    await announce(trx, CHANNELS.jobs, QUEUES.runReport);
+    await this.send(trx, QUEUES.runReport, { resultId }, { retryLimit: 1 });
   }
 
   /**
@@ -191,9 +193,7 @@ export class JobQueue {
    * stored with its reason by the handler.
    */
   async runAi(trx: Knex.Transaction, name: typeof QUEUES.aiReview | typeof QUEUES.assistantTurn, data: object): Promise<string | null> {
-    const id = await this.boss.send(name, data, { db: transactionExecutor(trx), retryLimit: 0 });
-    await announce(trx, CHANNELS.jobs, name);
-    return id;
+    return this.send(trx, name, data, { retryLimit: 0 });
   }
 
   /**

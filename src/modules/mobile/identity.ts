@@ -41,7 +41,12 @@ export interface PairingRequest {
   appVersion: string;
 }
 
-/** Pairing's statement: $1 now, $2 device id, $3 ticket hashes, $4 name, $5 platform, $6 app version, $7 refresh token hash, $8 its expiry. */
+/**
+ * Pairing's statement: $1 now, $2 device id, $3 and $9 the presented ticket's hashes (the second
+ * repeats the first when there is one), $4 name, $5 platform, $6 app version, $7 refresh token
+ * hash, $8 its expiry. Two scalars, not an array: for `= any($3)` PostgreSQL's generic plan guesses
+ * ten matches, finds it dearer than a custom plan and plans every pairing again (0.5 ms of a 5 ms budget).
+ */
 const PAIRING_SQL = `with ticket as (
   update mobile_login_tickets t
      set used_at = case when t.kind = 'login' then $1::timestamptz else t.used_at end,
@@ -81,10 +86,7 @@ export async function pairDevice(identity: Identity, request: PairingRequest): P
   const deviceId = randomUUID();
   const refreshToken = newRefreshToken();
   const hashes = presentedTicketHashes(request.ticket);
-  // One prepared statement; the one or two hashes as two scalars (the second repeats the first when
-  // there is one), not an array: for `= any($3)` PostgreSQL's generic plan guesses ten matches, finds
-  // it dearer than a custom plan and plans every pairing again (0.5 ms of a 5 ms budget).
-  // Every CTE that writes runs to completion although the select reads only
+  // One prepared statement. Every CTE that writes runs to completion although the select reads only
   // the device (PostgreSQL's rule); the select reads the user as it was before the statement,
   // which pairing does not change.
   const [row] = await queryPrepared(db, preparedName(PAIRING_SQL), PAIRING_SQL, [
