@@ -191,10 +191,14 @@ export async function recognizeText(image: Raster, boxes: readonly Box[]): Promi
       for (let t = 0; t < steps; t++) {
         const row = (n * steps + t) * classes;
         let best = 0;
-        for (let k = 1; k < classes; k++) if (probabilities[row + k]! > probabilities[row + best]!) best = k;
+        let bestProbability = probabilities[row]!;
+        for (let k = 1; k < classes; k++) {
+          const probability = probabilities[row + k]!;
+          if (probability > bestProbability) (best = k), (bestProbability = probability);
+        }
         if (best !== 0 && best !== previous) {
           text += keys[best] ?? '';
-          confidence += probabilities[row + best]!;
+          confidence += bestProbability;
           kept++;
         }
         previous = best;
