@@ -47,6 +47,8 @@ export interface TextLine {
 /** ImageNet normalisation in the channel order PaddleOCR feeds (BGR, as OpenCV loads images). */
 const DET_MEAN = [0.485, 0.456, 0.406];
 const DET_STD = [0.229, 0.224, 0.225];
+/** The detector's input value of each 8-bit level, per input channel (B, G, R): a lookup instead of a division per sample. */
+const DET_NORMALISED = DET_MEAN.map((mean, c) => Float32Array.from({ length: 256 }, (_, level) => (level / 255 - mean) / DET_STD[c]!));
 
 /**
  * Line boxes of the text in an RGB raster, in its pixels. The image is scaled so its long side is
@@ -59,8 +61,12 @@ export async function detectText(image: Raster, side = 960): Promise<Box[]> {
   const resized = await resizeRaster(image, width, height, 'fill');
   const plane = width * height;
   const input = new Float32Array(3 * plane);
+  const [blue, green, red] = DET_NORMALISED;
+  const data = resized.data;
   for (let i = 0; i < plane; i++) {
-    for (let c = 0; c < 3; c++) input[c * plane + i] = (resized.data[i * 3 + (2 - c)]! / 255 - DET_MEAN[c]!) / DET_STD[c]!;
+    input[i] = blue![data[i * 3 + 2]!]!;
+    input[plane + i] = green![data[i * 3 + 1]!]!;
+    input[2 * plane + i] = red![data[i * 3]!]!;
   }
   const session = await onnxSession(DETECTOR_PATH);
   const output = await session.run({ x: new ort.Tensor('float32', input, [1, 3, height, width]) });
