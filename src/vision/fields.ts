@@ -31,8 +31,11 @@ const LABELS: Record<DocumentField, string[]> = {
 /** Labels of the whole name; "Name/Nom" is one label, so the "nom" after it is absorbed. */
 const FULL_NAME_LABELS = ['surnamegivennames', 'surnameandgivennames', 'nomprenoms', 'namenom', 'name', 'nameandsurname'];
 
-/** Labels of fields not extracted: recognising them keeps them from being read as a value. */
-const OTHER_LABELS = ['noofentries', 'nombredentrees', 'numberofentries', 'placeofbirth', 'lieudenaissance', 'dateofissue', 'datededelivrance', 'authority', 'autorite', 'type', 'countrycode', 'codedupays', 'personalno', 'signature', 'height', 'taille', 'address', 'domicile', 'issuingstate'];
+/**
+ * Labels of fields not extracted: recognising them keeps them from being read as a value. A visa's
+ * "Valid from / Valide a partir du" is the start of its validity: its date is not the expiry.
+ */
+const OTHER_LABELS = ['noofentries', 'nombredentrees', 'numberofentries', 'validfrom', 'valideapartirdu', 'placeofbirth', 'lieudenaissance', 'dateofissue', 'datededelivrance', 'authority', 'autorite', 'type', 'countrycode', 'codedupays', 'personalno', 'signature', 'height', 'taille', 'address', 'domicile', 'issuingstate'];
 
 const MONTHS: Record<string, number> = {
   JAN: 1, JANUARY: 1, JANV: 1, JANVIER: 1, ENE: 1, JANUAR: 1,
@@ -81,6 +84,14 @@ function labelsOf(line: TextLine): Label[] {
       if (!found.some((f) => start < f.end && end > f.start)) found.push({ field, start, end });
     }
   }
+  // A spelling followed, after a space, by lower-case words that are no label is the first word of
+  // a longer label phrase, not a label of its own: the "Nombre" (Spanish: given name) of the French
+  // "Nombre d'entrées" (number of entries), the "Nom" of "Nom d'usage", the "Numero" of "Numero de
+  // entradas", even when OCR damage keeps the whole phrase from matching. It still marks the line as
+  // label text.
+  for (const f of found) {
+    if (f.field && /^\s+\p{Ll}/u.test(line.text.slice(originalEnd(line.text, f.end))) && !found.some((other) => other !== f && other.start >= f.end && other.start - f.end <= 1)) f.field = null;
+  }
   // Short spellings ("nom", "sex", "type") also occur inside values and words: only take them
   // when they begin the line or follow another label (the bilingual "Surname/Nom").
   const kept = found.filter((f) => f.end - f.start > 4 || f.start === 0 || found.some((other) => other !== f && Math.abs(other.end - f.start) <= 1));
@@ -119,31 +130,38 @@ function occurrences(text: string, label: string): [number, number][] {
   return hits;
 }
 
-/** The original text after the `end`-th compact character (labels printed as "Surname: DOE"). */
-function restAfter(text: string, end: number): string {
+/** The index in the original text just after its `end`-th compact character. */
+function originalEnd(text: string, end: number): number {
   let seen = 0;
   for (let i = 0; i < text.length; i++) {
-    if (seen >= end) return text.slice(i).replace(/^[\s:/.-]+/, '');
+    if (seen >= end) return i;
     if (/[a-z0-9]/.test(compact(text[i]!))) seen += compact(text[i]!).length;
   }
-  return '';
+  return text.length;
+}
+
+/** The original text after the `end`-th compact character (labels printed as "Surname: DOE"). */
+function restAfter(text: string, end: number): string {
+  return text.slice(originalEnd(text, end)).replace(/^[\s:/.-]+/, '');
 }
 
 function isMrzLine(line: TextLine): boolean {
   return /<</.test(line.text) || (line.text.replace(/\s/g, '').length >= 28 && /^[A-Z0-9<]+$/.test(line.text.replace(/\s/g, '')));
 }
 
-/** A date in the formats documents print: 12 AUG 74, 12 AUG/AOUT 1974, 12.08.1974, 1974-08-12, 12/08/74. */
-export function parseDocumentDate(text: string, kind: 'past' | 'future', today = new Date()): string | null {
-  const upper = anyAscii(text).toUpperCase();
-  let day: number | undefined, month: number | undefined, year: number | undefined;
-  const iso = upper.match(/\b(\d{4})[-./ ](\d{1,2})[-./ ](\d{1,2})\b/);
-  const numeric = upper.match(/\b(\d{1,2})\s*[-./ ]\s*(\d{1,2})\s*[-./ ]\s*(\d{4}|\d{2})\b/);
-  const named = upper.match(/\b(\d{1,2})\s*([A-Z]{3,9})(?:\s*\/\s*[A-Z]{3,9})?\s*(\d{4}|\d{2})\b/);
-  if (iso) [year, month, day] = [Number(iso[1]), Number(iso[2]), Number(iso[3])];
-  else if (named && MONTHS[named[2]!]) [day, month, year] = [Number(named[1]), MONTHS[named[2]!], Number(named[3])];
-  else if (numeric) [day, month, year] = [Number(numeric[1]), Number(numeric[2]), Number(numeric[3])];
-  if (day === undefined || month === undefined || year === undefined) return null;
+/** A date found in text: its reading, and where it lies in the text as normalised (ASCII, capitals). */
+interface FoundDate {
+  date: string;
+  start: number;
+  end: number;
+}
+
+const ISO_DATE = /\b(\d{4})[-./ ](\d{1,2})[-./ ](\d{1,2})\b/g;
+const NUMERIC_DATE = /\b(\d{1,2})\s*[-./ ]\s*(\d{1,2})\s*[-./ ]\s*(\d{4}|\d{2})\b/g;
+/** Day, month (with its translation after a slash: "12 AUG/AOUT"), and the digits after it. */
+const NAMED_DATE = /(\d{1,2})\s*([A-Z]{3,9})(?:\s*\/\s*[A-Z]{3,9})?\s*(\d+)/g;
+
+function isoDate(day: number, month: number, year: number, kind: 'past' | 'future', today: Date): string | null {
   if (year < 100) {
     // Birth dates lie in the past, expiry dates at most a few decades ahead.
     const century = Math.floor(today.getUTCFullYear() / 100) * 100;
@@ -157,6 +175,82 @@ export function parseDocumentDate(text: string, kind: 'past' | 'future', today =
   return `${year}-${String(month).padStart(2, '0')}-${String(day).padStart(2, '0')}`;
 }
 
+/**
+ * Dates with a month name. OCR often joins two dates printed side by side ("10DEC/DEC1110DEC/DEC16",
+ * a visa's "valid from" and "valid until"): when the digits after a month run straight into another
+ * month name, their last one or two digits are the next date's day, and only what is left before
+ * them (two or four digits) is the year, so "1110" there is the year 11 and the day 10, not a year
+ * 1110. The next date may then begin right after a digit.
+ */
+function namedDates(upper: string): { day: number; month: number; year: number; start: number; end: number }[] {
+  const found: { day: number; month: number; year: number; start: number; end: number }[] = [];
+  const pattern = new RegExp(NAMED_DATE.source, 'g');
+  let joined = -1;
+  for (let match = pattern.exec(upper); match; match = pattern.exec(upper)) {
+    const start = match.index;
+    const month = MONTHS[match[2]!];
+    // The day begins a word (as \b would require), unless it was split off the previous date's year.
+    if (!month || (start > 0 && /[A-Z0-9]/.test(upper[start - 1]!) && start !== joined)) {
+      pattern.lastIndex = start + 1;
+      continue;
+    }
+    const digits = match[3]!;
+    const digitsEnd = start + match[0].length;
+    const next = upper.slice(digitsEnd).match(/^\s*([A-Z]{3,9})/);
+    let yearDigits: string | null = null;
+    let end = digitsEnd;
+    if (next && MONTHS[next[1]!]) {
+      for (const dayLength of [2, 1]) {
+        const head = digits.slice(0, -dayLength);
+        if ((head.length === 2 || head.length === 4) && Number(digits.slice(-dayLength)) >= 1) {
+          yearDigits = head;
+          end = digitsEnd - dayLength;
+          break;
+        }
+      }
+    }
+    // Otherwise the year is the whole run of digits, two or four of them, ending the word.
+    if (yearDigits === null && (digits.length === 2 || digits.length === 4) && !/^[A-Z]/.test(upper.slice(digitsEnd))) yearDigits = digits;
+    if (yearDigits === null) {
+      pattern.lastIndex = start + 1;
+      continue;
+    }
+    found.push({ day: Number(match[1]), month, year: Number(yearDigits), start, end });
+    joined = end;
+    pattern.lastIndex = end;
+  }
+  return found;
+}
+
+/** Every date in a text, in reading order, in the formats of parseDocumentDate; indices into `anyAscii(text).toUpperCase()`. */
+function findDates(text: string, kind: 'past' | 'future', today: Date): FoundDate[] {
+  const upper = anyAscii(text).toUpperCase();
+  const raw: { day: number; month: number; year: number; start: number; end: number }[] = [];
+  // ISO first, then month names, then day.month.year, as before: a later kind never overlaps an earlier.
+  const add = (date: { day: number; month: number; year: number; start: number; end: number }) => {
+    if (!raw.some((other) => date.start < other.end && date.end > other.start)) raw.push(date);
+  };
+  for (const m of upper.matchAll(ISO_DATE)) add({ year: Number(m[1]), month: Number(m[2]), day: Number(m[3]), start: m.index, end: m.index + m[0].length });
+  namedDates(upper).forEach(add);
+  for (const m of upper.matchAll(NUMERIC_DATE)) add({ day: Number(m[1]), month: Number(m[2]), year: Number(m[3]), start: m.index, end: m.index + m[0].length });
+  return raw
+    .sort((a, b) => a.start - b.start)
+    .flatMap(({ day, month, year, start, end }) => {
+      const date = isoDate(day, month, year, kind, today);
+      return date ? [{ date, start, end }] : [];
+    });
+}
+
+/** Every date printed in a text, in reading order ("10DEC/DEC1110DEC/DEC16" holds two). */
+export function findDocumentDates(text: string, kind: 'past' | 'future', today = new Date()): string[] {
+  return findDates(text, kind, today).map((found) => found.date);
+}
+
+/** A date in the formats documents print: 12 AUG 74, 12 AUG/AOUT 1974, 12.08.1974, 1974-08-12, 12/08/74 (the first, if several). */
+export function parseDocumentDate(text: string, kind: 'past' | 'future', today = new Date()): string | null {
+  return findDates(text, kind, today)[0]?.date ?? null;
+}
+
 function parseValue(field: DocumentField, text: string): string | null {
   const clean = anyAscii(text).toUpperCase().trim();
   switch (field) {
@@ -167,8 +261,11 @@ function parseValue(field: DocumentField, text: string): string | null {
     }
     case 'birth_date':
       return parseDocumentDate(text, 'past');
-    case 'expiry_date':
-      return parseDocumentDate(text, 'future');
+    case 'expiry_date': {
+      // A validity printed as two dates ("from" and "until") ends with the later one.
+      const dates = findDocumentDates(text, 'future');
+      return dates.length ? dates.reduce((a, b) => (b > a ? b : a)) : null;
+    }
     case 'sex': {
       const match = clean.match(/^(M|F|X)\b|\b(M|F|X)\b/);
       return match ? (match[1] ?? match[2])! : null;
@@ -185,6 +282,49 @@ function parseValue(field: DocumentField, text: string): string | null {
 }
 
 /**
+ * A value line holding several dates (OCR joins the "valid from" and "valid until" dates printed side
+ * by side) split into one line per date, each with its share of the line's box (by characters), so
+ * each label above finds the date printed under it. Other lines are kept as they are.
+ */
+function splitDates(line: TextLine): TextLine[] {
+  const dates = findDates(line.text, 'future', new Date());
+  if (dates.length < 2) return [line];
+  const text = anyAscii(line.text).toUpperCase();
+  const { x, y, width, height } = line.box;
+  return dates.map((date, i) => {
+    const from = i === 0 ? 0 : date.start;
+    const to = i + 1 < dates.length ? dates[i + 1]!.start : text.length;
+    return { ...line, text: text.slice(from, to).trim(), box: { x: x + (width * from) / text.length, y, width: (width * (to - from)) / text.length, height } };
+  });
+}
+
+/** Rows of a box overlap vertically by at least half the smaller height. */
+const sameRow = (a: TextLine, b: TextLine) => Math.min(a.box.y + a.box.height, b.box.y + b.box.height) - Math.max(a.box.y, b.box.y) >= 0.5 * Math.min(a.box.height, b.box.height);
+
+/**
+ * Label fragments: a label line that begins with a separator ("/Nom,Prenoms") is the end of a longer
+ * bilingual label that OCR broke into pieces ("Suma", "ne,Give" of "Surname, Given names"). The
+ * unrecognised pieces of mixed-case text just before it on its row (each within three line heights
+ * of the next) belong to it: the label begins where the first of them does, and they are no values.
+ */
+function labelFragments(label: TextLine, lines: readonly TextLine[], labelLines: ReadonlySet<TextLine>): TextLine[] {
+  if (!/^\s*[/,]/.test(label.text)) return [];
+  const pieces: TextLine[] = [];
+  for (let left = label.box.x; ; ) {
+    const piece = lines
+      .filter((line) => !labelLines.has(line) && !pieces.includes(line) && /[a-z]/.test(line.text) && sameRow(line, label))
+      .filter((line) => line.box.x < left && line.box.x + line.box.width <= left + label.box.height && left - (line.box.x + line.box.width) <= 3 * label.box.height)
+      .sort((a, b) => b.box.x + b.box.width - (a.box.x + a.box.width))[0];
+    if (!piece) return pieces;
+    pieces.push(piece);
+    left = piece.box.x;
+  }
+}
+
+/** Expiry dates lie at most this many years ahead (passports run ten years, some cards fifteen). */
+const MAX_VALIDITY_YEARS = 20;
+
+/**
  * The field values of a document's OCR lines. Each label takes the nearest unused line below it
  * (within a few line heights, starting near the label's left edge) or the text after it on its
  * own line.
@@ -193,7 +333,15 @@ export function extractFields(lines: readonly TextLine[]): DocumentFields {
   const candidates = lines.filter((line) => line.text.trim() && !isMrzLine(line));
   const labels = candidates.flatMap(labelsOf);
   const labelLines = new Set(labels.map((label) => label.line));
-  const values = candidates.filter((line) => !labelLines.has(line));
+  // Where each label line really begins, with the pieces OCR broke off its start.
+  const leftEdge = new Map<TextLine, number>();
+  const fragments = new Set<TextLine>();
+  for (const line of labelLines) {
+    const pieces = labelFragments(line, candidates, labelLines);
+    pieces.forEach((piece) => fragments.add(piece));
+    leftEdge.set(line, Math.min(line.box.x, ...pieces.map((piece) => piece.box.x)));
+  }
+  const values = candidates.filter((line) => !labelLines.has(line) && !fragments.has(line)).flatMap(splitDates);
   const used = new Set<TextLine>();
   const fields: DocumentFields = {};
   const store = (kind: Exclude<LabelKind, null>, text: string): boolean => {
@@ -226,7 +374,8 @@ export function extractFields(lines: readonly TextLine[]): DocumentFields {
       if (used.has(line)) continue;
       const dy = line.box.y - label.line.box.y;
       // The label's position inside its line is an estimate: its line's left edge counts too.
-      const dx = Math.abs(line.box.x - label.x) < Math.abs(line.box.x - label.line.box.x) ? line.box.x - label.x : line.box.x - label.line.box.x;
+      const lineLeft = leftEdge.get(label.line) ?? label.line.box.x;
+      const dx = Math.abs(line.box.x - label.x) < Math.abs(line.box.x - lineLeft) ? line.box.x - label.x : line.box.x - lineLeft;
       if (dy <= height * 0.3 || dy > height * 3 || dx < -height * 1.5 || dx > height * 4) continue;
       // A value belongs to the nearest label above it: another label in between owns it.
       const between = [...labelLines].some((other) => other !== label.line && other.box.y > label.line.box.y && other.box.y < line.box.y && other.box.x < line.box.x + line.box.width && line.box.x < other.box.x + other.box.width);
@@ -239,6 +388,19 @@ export function extractFields(lines: readonly TextLine[]): DocumentFields {
         break;
       }
     }
+  }
+  // No expiry label gave a value (its label too damaged to read, "Valliduni/V"): the dates of a
+  // document come in order, birth, then issue or "valid from", then expiry. Once the birth date is
+  // known, and at least two later dates are printed that no field took (under "Valid from", "Date of
+  // issue" or a label not read), the latest is the expiry (the earlier is the issue or start of
+  // validity). A single date is not taken: it may be the issue date. Two-digit years are read as expiry years, and a reading more than
+  // MAX_VALIDITY_YEARS ahead (a past year such as 86 read as 2086) is no expiry.
+  if (!fields.expiry_date && fields.birth_date) {
+    const today = new Date();
+    const limit = `${today.getUTCFullYear() + MAX_VALIDITY_YEARS}-12-31`;
+    const birth = fields.birth_date;
+    const later = new Set(values.filter((line) => !used.has(line)).flatMap((line) => findDocumentDates(line.text, 'future', today)).filter((date) => date > birth && date <= limit));
+    if (later.size >= 2) fields.expiry_date = [...later].reduce((a, b) => (b > a ? b : a));
   }
   return fields;
 }

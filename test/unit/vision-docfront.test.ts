@@ -7,7 +7,7 @@ import path from 'node:path';
 import test from 'ava';
 import sharp from 'sharp';
 import { readDocumentFront } from '../../src/vision/docfront.ts';
-import { extractFields, nationalityCode, parseDocumentDate } from '../../src/vision/fields.ts';
+import { extractFields, findDocumentDates, nationalityCode, parseDocumentDate } from '../../src/vision/fields.ts';
 import type { TextLine } from '../../src/vision/ocr.ts';
 
 const fixtures = path.resolve(import.meta.dirname, '../fixtures/docfront');
@@ -142,6 +142,58 @@ test('parseDocumentDate: the formats documents print, two-digit years by the kin
   t.is(parseDocumentDate('31 FEB 1990', 'past', today), null);
   t.is(parseDocumentDate('29.02.2024', 'future', today), '2024-02-29');
   t.is(parseDocumentDate('45.13.1999', 'past', today), null);
+});
+
+test('findDocumentDates: two dates joined on one line are both found; a 2-digit year running into the next day is no 4-digit year', (t) => {
+  const today = new Date('2026-11-22');
+  t.deepEqual(findDocumentDates('10DEC/DEC1110DEC/DEC16', 'future', today), ['2011-12-10', '2016-12-10']);
+  t.deepEqual(findDocumentDates('10 DEC 2011 10 DEC 2016', 'future', today), ['2011-12-10', '2016-12-10']);
+  t.deepEqual(findDocumentDates('10DEC201110DEC2016', 'future', today), ['2011-12-10', '2016-12-10']);
+  t.deepEqual(findDocumentDates('01.02.1990 - 14.11.2031', 'future', today), ['1990-02-01', '2031-11-14']);
+  t.is(parseDocumentDate('10DEC/DEC1110DEC/DEC16', 'future', today), '2011-12-10', 'the first date of the line');
+  // A single date reads as before.
+  t.deepEqual(findDocumentDates('07SEP/SEP86', 'past', today), ['1986-09-07']);
+  t.deepEqual(findDocumentDates('12 AUG/AOUT 1974', 'past', today), ['1974-08-12']);
+  t.deepEqual(findDocumentDates('12AUG74L898', 'past', today), [], 'a year running into letters is no year');
+  t.deepEqual(findDocumentDates('ZENITH', 'past', today), []);
+});
+
+test('extractFields: a visa validity row, "valid from" and a damaged "valid until" over one line holding both dates: the until date is the expiry', (t) => {
+  const row = [line('Valid from/Valide a partir du', 100, 10, 180, 15), line("Vaid urti/valie jusqu'au", 290, 10, 160, 15), line('10DEC/DEC1110DEC/DEC16', 100, 30, 360, 18)];
+  t.deepEqual(extractFields(row), { expiry_date: '2016-12-10' });
+  // "Valid from" is no expiry label: its date alone gives no expiry.
+  t.deepEqual(extractFields([line('Valid from/Valide a partir du', 100, 10, 180, 15), line('10DEC/DEC11', 100, 30, 120, 18)]), {});
+  // A validity read after its label on one line ends with the later date.
+  t.deepEqual(extractFields([line('Valid until: 10 DEC 11 - 10 DEC 16', 10, 10, 300)]), { expiry_date: '2016-12-10' });
+});
+
+test('extractFields: with no readable expiry label, the latest of two or more unlabelled dates after the birth date is the expiry; one date is not enough', (t) => {
+  const birth = [line('Date of birth', 10, 10), line('07SEP/SEP86', 12, 35)];
+  const validity = [line('Valliduni/V', 300, 70, 60, 14), line('10DEC/DEC11', 150, 90, 120, 18), line('10DEC/DEC16', 300, 90, 120, 18)];
+  t.deepEqual(extractFields([...birth, ...validity]), { birth_date: '1986-09-07', expiry_date: '2016-12-10' });
+  // One unlabelled date may be the issue date: no expiry.
+  t.deepEqual(extractFields([...birth, line('Valliduni/V', 300, 70, 60, 14), line('10DEC/DEC16', 300, 90, 120, 18)]), { birth_date: '1986-09-07' });
+  // Without the birth date the dates cannot be told apart: no expiry.
+  t.deepEqual(extractFields(validity), {});
+  // A two-digit year far ahead as an expiry (a second print of the birth date) is no expiry.
+  t.deepEqual(extractFields([...birth, line('10DEC/DEC16', 150, 90, 120, 18), line('07SEP/SEP86', 300, 90, 120, 18)]), { birth_date: '1986-09-07' });
+});
+
+test('extractFields: "Nombre d\'entrees" (number of entries) is no given-name label, even damaged; "Nombres" and "Nombre / Given name" are', (t) => {
+  for (const text of ["No. of entries/Nombre d'entrees", 'No. ot Ertre s/Nombre cfertrdes', 'Nombre de entradas']) {
+    t.deepEqual(extractFields([line(text, 10, 10, 250), line('MULTIPLE', 12, 35)]), {}, text);
+  }
+  t.deepEqual(extractFields([line('Nombres', 10, 10, 100), line('JUAN CARLOS', 12, 35)]), { first_name: 'JUAN CARLOS' });
+  t.deepEqual(extractFields([line('Nombre / Given name', 10, 10), line('JUAN', 12, 35)]), { first_name: 'JUAN' });
+  t.deepEqual(extractFields([line('Nom d\'usage', 10, 10, 100), line('MARTIN', 12, 35)]), {}, 'the usage name is not the surname');
+});
+
+test('extractFields: a name label broken into pieces ("Suma", "ne,Give", "/Nom,Prenoms") begins at its first piece and labels the whole name', (t) => {
+  const value = line('ERIKSSONANNAMARIA', 224, 194, 201, 18);
+  const pieces = [line('Suma', 218, 180, 20, 11), line('ne,Give', 243, 181, 32, 7)];
+  t.deepEqual(extractFields([...pieces, line('/Nom,Prenoms', 302, 179, 61, 12), value]), { full_name: 'ERIKSSONANNAMARIA' });
+  // Without the separator the label is whole: a value starting far to its left belongs to another column.
+  t.deepEqual(extractFields([...pieces, line('Nom,Prenoms', 302, 179, 61, 12), value]), {});
 });
 
 test('nationalityCode: codes, English country names and common nationality words; fictional states stay unknown', (t) => {
