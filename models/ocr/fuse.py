@@ -32,7 +32,8 @@ def main(source: str, target: str) -> None:
     values = {t.name: numpy_helper.to_array(t) for t in graph.initializer}
     for node in graph.node:
         if node.op_type == 'Constant':
-            values[node.output[0]] = numpy_helper.to_array(node.attribute[0].t)
+            value = helper.get_attribute_value(node.attribute[0])
+            values[node.output[0]] = numpy_helper.to_array(value) if isinstance(value, onnx.TensorProto) else np.asarray(value)
     nodes = [n for n in graph.node if n.op_type != 'Constant']
     outputs = {o.name for o in graph.output}
     counter = [0]
@@ -62,11 +63,12 @@ def main(source: str, target: str) -> None:
         return users[0] if len(users) == 1 and name not in outputs else None
 
     def per_channel(value, channels):
-        """A scalar or [1, C, 1, 1]-shaped constant as a vector of C, else None."""
+        """A scalar or [1, C, 1, 1]-shaped constant as a vector of C, else None. (A 1-D [C] constant
+        broadcasts along the last axis, W, not along C, so it is not per channel.)"""
         v = np.asarray(value, dtype=np.float64)
         if v.size == 1:
             return np.full(channels, float(v.reshape(())))
-        if v.size == channels and (v.ndim == 1 or (v.ndim == 4 and v.shape[1] == channels)):
+        if v.ndim == 4 and v.shape == (1, channels, 1, 1):
             return v.reshape(channels)
         return None
 
@@ -109,7 +111,7 @@ def main(source: str, target: str) -> None:
             if shift is not None:
                 c, tail = shift, add
         weight, bias = conv_parts(conv)
-        set_conv(conv, conv.input[0], weight * k[:, None, None, None], bias * k + c)
+        set_conv(conv, conv.input[0], weight * k.reshape(-1, *[1] * (weight.ndim - 1)), bias * k + c)
         del conv.output[:]
         conv.output.append(tail.output[0])
         removed.add(id(mul))
@@ -131,7 +133,11 @@ def main(source: str, target: str) -> None:
             continue
         bounds = {a.name: a.f for a in clip.attribute}
         if len(clip.input) > 1:
-            bounds = {'min': float(values[clip.input[1]].reshape(())), 'max': float(values[clip.input[2]].reshape(()))}
+            # Opset 11 and later: bounds are optional inputs; one that is absent or not constant is no hard-swish.
+            given = list(clip.input[1:3]) + [''] * (3 - len(clip.input))
+            if not all(name in values for name in given):
+                continue
+            bounds = {'min': float(values[given[0]].reshape(())), 'max': float(values[given[1]].reshape(()))}
         if bounds.get('min') != 0.0 or bounds.get('max') != 6.0:
             continue
         mul = sole(found, clip.output[0])

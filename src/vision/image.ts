@@ -199,7 +199,8 @@ export function warp(source: Raster, h: ArrayLike<number>, width: number, height
 /**
  * `warp` with one sample per output pixel (straightening a document, cutting a portrait): the same
  * arithmetic per pixel, without the loops and the accumulator that averaging needs, which made
- * straightening a passport page cost 55 ms instead of about 15.
+ * straightening a passport page (1187 x 836) cost 48 ms instead of 21. The per-sample lines repeat
+ * warp's on purpose: a shared helper per sample is what this path avoids.
  */
 function warpOneTap(source: Raster, h: ArrayLike<number>, width: number, height: number): Raster {
   const { channels, data } = source;
