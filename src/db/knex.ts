@@ -10,7 +10,10 @@ export type Executor = Knex | Knex.Transaction;
 export function createKnex(url: string, poolMax: number): Knex {
   return knexFactory({
     client: 'pg',
-    connection: url,
+    // Sessions run in UTC, the service's one time zone (the mobile spec's timestamps carry no
+    // offset): a timestamp a client sends back as it was shown, in a filter or a form, means the
+    // same instant whatever the server's own TimeZone setting is.
+    connection: { connectionString: url, options: '-c TimeZone=UTC' },
     pool: { min: 0, max: poolMax },
   });
 }

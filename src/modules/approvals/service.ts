@@ -16,6 +16,7 @@ import { loadPrincipal, type Principal } from '../staff/principal.ts';
 import type { StoredAttachment } from '../cases/attachments.ts';
 import type { AdminSite, DetailBlockProvider } from '../backoffice/site.ts';
 import { notifyMaker, notifySigners, type SignerCheck } from '../notifications/raise.ts';
+import { formatTimestamp } from '../mobile/dates.ts';
 
 /**
  * Maker-checker: policies per model and operation, requests that hold a covered write (with its
@@ -80,8 +81,9 @@ export async function findPolicy(db: Knex | Knex.Transaction, contentType: strin
   return ((await db('approval_policies').where({ content_type: contentType, operation, active: true }).first()) as PolicyRow | undefined) ?? null;
 }
 
+/** A value as JSON shows it to staff: a time in the spec's form (UTC, to the second, no offset). */
 function jsonable(value: unknown): unknown {
-  if (value instanceof Date) return value.toISOString();
+  if (value instanceof Date) return formatTimestamp(value);
   return value ?? null;
 }
 

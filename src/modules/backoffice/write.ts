@@ -5,6 +5,7 @@ import { cleanForm, writableFields } from './forms.ts';
 import { getRow, scopedQuery, validPk } from './query.ts';
 import type { AdminSite } from './site.ts';
 import type { BoundModel, FieldErrors, Row, SaveContext } from './registry.ts';
+import { formatTimestamp } from '../mobile/dates.ts';
 
 /**
  * The one write chain of the back office: form validation from the registration, its clean hook,
@@ -96,8 +97,9 @@ function diffOf(model: BoundModel, before: Row | null, values: Row): Record<stri
   return diff;
 }
 
+/** A value as JSON shows it to staff: a time in the spec's form (UTC, to the second, no offset). */
 function jsonable(value: unknown): unknown {
-  if (value instanceof Date) return value.toISOString();
+  if (value instanceof Date) return formatTimestamp(value);
   return value ?? null;
 }
 
