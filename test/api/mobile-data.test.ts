@@ -370,6 +370,8 @@ test('writes: 403 where the web would forbid, 404 for unknown models and records
     t.is(response.status, 405, `${method} ${path}`);
     t.false(response.body.status);
     t.truthy(response.headers.get('allow'));
+    // The autocomplete path only reads, whatever the detail path beside it allows.
+    if (path.endsWith('autocomplete/')) t.is(response.headers.get('allow'), 'GET, HEAD', `${method} ${path}`);
   }
 });
 

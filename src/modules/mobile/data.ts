@@ -313,12 +313,15 @@ async function answerWrite(ctx: Context, db: Knex, model: BoundModel, outcome: W
   respond(ctx, WRITE_MESSAGES[outcome.status], data, outcome.status === 'created' ? 201 : 200);
 }
 
-/** A detail path whose pk is "autocomplete" is the autocomplete endpoint, which only reads. */
-function refuseAutocompleteWrite(ctx: Context): void {
-  if (ctx.params.pk === 'autocomplete') {
-    ctx.set('Allow', 'GET, HEAD');
-    throw new MethodNotAllowedError(['GET', 'HEAD']);
-  }
+/** The autocomplete endpoint only reads. */
+function refuseAutocompleteWrite(ctx: Context): never {
+  ctx.set('Allow', 'GET, HEAD');
+  throw new MethodNotAllowedError(['GET', 'HEAD']);
+}
+
+/** A detail path whose pk is "autocomplete" is the autocomplete endpoint. */
+function refuseWriteToAutocomplete(ctx: Context): void {
+  if (ctx.params.pk === 'autocomplete') refuseAutocompleteWrite(ctx);
 }
 
 function detailModel(ctx: Context, site: AdminSite): BoundModel {
@@ -357,6 +360,8 @@ export function registerDataRoutes(router: Router, app: AppContext, authenticate
     const { field, options } = await relationOptions(site(), app.db, principalOf(ctx), model, name ?? '', search, page).catch(chainError);
     respond(ctx, `Options for ${field.label}.`, options);
   });
+  // A POST there is no detail's method either: without this the 405 would list the detail's.
+  router.post(path('data/:app/:model/autocomplete/'), authenticated, refuseAutocompleteWrite);
 
   router.get(path('data/:app/:model/:pk/'), authenticated, async (ctx) => {
     const principal = principalOf(ctx);
@@ -376,7 +381,7 @@ export function registerDataRoutes(router: Router, app: AppContext, authenticate
 
   for (const [method, partial] of [['patch', true], ['put', false]] as const) {
     router[method](path('data/:app/:model/:pk/'), authenticated, async (ctx) => {
-      refuseAutocompleteWrite(ctx);
+      refuseWriteToAutocomplete(ctx);
       const model = detailModel(ctx, site());
       const body = await readJsonObject(ctx, DATA_BODY_LIMIT_BYTES);
       const outcome = await saveObject(app.backoffice, model, principalOf(ctx), ctx.params.pk!, body, { partial, origin }).catch(chainError);
@@ -385,7 +390,7 @@ export function registerDataRoutes(router: Router, app: AppContext, authenticate
   }
 
   router.delete(path('data/:app/:model/:pk/'), authenticated, async (ctx) => {
-    refuseAutocompleteWrite(ctx);
+    refuseWriteToAutocomplete(ctx);
     const model = detailModel(ctx, site());
     const outcome = await deleteObject(app.backoffice, model, principalOf(ctx), ctx.params.pk!, origin).catch(chainError);
     await answerWrite(ctx, app.db, model, outcome);
