@@ -13,6 +13,8 @@ fuses none of them, and on the recognizer they took as much time as the convolut
 3. y -> Mul(k) -> Add(c) -> Conv (k, c per tensor) is folded into that Conv: the scale always
    (k*y is zero where y's padding is), the shift only when the Conv pads nothing (otherwise the
    shift stays as one Add of c/k before the scaled Conv).
+4. A recognizer (its output a softmax over classes) gets two more outputs: each time step's best
+   class and its probability, all that greedy CTC decoding reads. The first output is unchanged.
 
 Only the graph's structure changes; weights are recomputed in float64 and stored as float32. Usage:
     python3 fuse.py IN.onnx OUT.onnx
@@ -190,6 +192,24 @@ def main(source: str, target: str) -> None:
         stats['affine folded into next conv' + (' (shift kept)' if padded and c != 0.0 else '')] += 1
     placed = {id(old): new for old, new in inserted}
     nodes = [placed.get(id(n), n) for n in nodes if id(n) not in removed or id(n) in placed]
+
+    # 4. A recognizer's softmax over its classes also gives, as two more outputs, each time step's
+    # best class and that class's probability: greedy CTC decoding needs only those, and reading
+    # them from onnxruntime instead of the whole [N, T, classes] tensor saves copying and scanning
+    # tens of megabytes per page in JavaScript.
+    final = next((n for n in nodes if graph.output[0].name in n.output), None)
+    dims = graph.output[0].type.tensor_type.shape.dim
+    axis = next((a.i for a in final.attribute if a.name == 'axis'), None) if final is not None else None
+    if final is not None and final.op_type == 'Softmax' and len(graph.output) == 1 and len(dims) == 3 and axis in (2, -1):
+        probabilities = graph.output[0].name
+        steps = [d.dim_param or d.dim_value for d in dims[:2]]
+        nodes.append(helper.make_node('ArgMax', [probabilities], ['best_class'], axis=2, keepdims=0))
+        nodes.append(helper.make_node('ReduceMax', [probabilities], ['best_probability'], axes=[2], keepdims=0))
+        graph.output.extend([
+            helper.make_tensor_value_info('best_class', onnx.TensorProto.INT64, steps),
+            helper.make_tensor_value_info('best_probability', onnx.TensorProto.FLOAT, steps),
+        ])
+        stats['best-class outputs added'] += 1
 
     # Rebuild the graph: Constant nodes became initializers where used.
     used = {i for n in nodes for i in n.input}

@@ -19,7 +19,7 @@ export type DocumentFields = Partial<Record<DocumentField | 'full_name', string>
 
 /** Compact label spellings by field, in the languages most often printed on ICAO documents. */
 const LABELS: Record<DocumentField, string[]> = {
-  last_name: ['primaryidentifier', 'identifiantprimaire', 'surname', 'familyname', 'lastname', 'nom', 'apellidos', 'apellido', 'nachname', 'familienname', 'cognome', 'achternaam', 'nazwisko'],
+  last_name: ['primaryidentifier', 'identifiantprimaire', 'nomdefamille', 'surname', 'familyname', 'lastname', 'nom', 'apellidos', 'apellido', 'nachname', 'familienname', 'cognome', 'achternaam', 'nazwisko'],
   first_name: ['secondaryidentifier', 'identifiantsecondaire', 'givennames', 'givenname', 'forenames', 'firstname', 'prenoms', 'prenom', 'vornamen', 'vorname', 'nombres', 'nombre', 'nomi', 'voornamen', 'imiona'],
   document_number: ['passportno', 'passportnumber', 'nodupasseport', 'documentno', 'documentnumber', 'docno', 'cardno', 'cardnumber', 'idno', 'reisepassnr', 'ausweisnr', 'pasaporten', 'numero', 'nummer'],
   birth_date: ['dateofbirth', 'datedenaissance', 'birthdate', 'geburtsdatum', 'fechadenacimiento', 'datadinascita', 'geboortedatum', 'dob'],
@@ -32,10 +32,13 @@ const LABELS: Record<DocumentField, string[]> = {
 const FULL_NAME_LABELS = ['surnamegivennames', 'surnameandgivennames', 'nomprenoms', 'namenom', 'name', 'nameandsurname'];
 
 /**
- * Labels of fields not extracted: recognising them keeps them from being read as a value. A visa's
- * "Valid from / Valide a partir du" is the start of its validity: its date is not the expiry.
+ * Labels of the dates a validity starts with (issue, a visa's "Valid from / Valide a partir du"):
+ * not extracted, but each takes the date under it, which is then known to be no expiry.
  */
-const OTHER_LABELS = ['noofentries', 'nombredentrees', 'numberofentries', 'validfrom', 'valideapartirdu', 'placeofbirth', 'lieudenaissance', 'dateofissue', 'datededelivrance', 'authority', 'autorite', 'type', 'countrycode', 'codedupays', 'personalno', 'signature', 'height', 'taille', 'address', 'domicile', 'issuingstate'];
+const ISSUE_LABELS = ['dateofissue', 'datededelivrance', 'issuedate', 'validfrom', 'valideapartirdu'];
+
+/** Labels of fields not extracted: recognising them keeps them from being read as a value. */
+const OTHER_LABELS = ['noofentries', 'nombredentrees', 'numberofentries', 'placeofbirth', 'lieudenaissance', 'authority', 'autorite', 'type', 'countrycode', 'codedupays', 'personalno', 'signature', 'height', 'taille', 'address', 'domicile', 'issuingstate'];
 
 const MONTHS: Record<string, number> = {
   JAN: 1, JANUARY: 1, JANV: 1, JANVIER: 1, ENE: 1, JANUAR: 1,
@@ -57,7 +60,7 @@ function compact(text: string): string {
 }
 
 /** A field, the whole name ("Name": SURNAME, GIVEN NAMES), or null for labels of fields not extracted. */
-type LabelKind = DocumentField | 'full_name' | null;
+type LabelKind = DocumentField | 'full_name' | 'issue_date' | null;
 
 interface Label {
   field: LabelKind;
@@ -72,6 +75,7 @@ interface Label {
 const SPELLINGS: readonly [LabelKind, string][] = [
   ...DOCUMENT_FIELDS.flatMap((field) => LABELS[field].map((label): [LabelKind, string] => [field, label])),
   ...FULL_NAME_LABELS.map((label): [LabelKind, string] => ['full_name', label]),
+  ...ISSUE_LABELS.map((label): [LabelKind, string] => ['issue_date', label]),
   ...OTHER_LABELS.map((label): [null, string] => [null, label]),
 ].sort((a, b) => b[1].length - a[1].length);
 
@@ -196,7 +200,8 @@ function namedDates(upper: string): { day: number; month: number; year: number; 
     }
     const digits = match[3]!;
     const digitsEnd = start + match[0].length;
-    const next = upper.slice(digitsEnd).match(/^\s*([A-Z]{3,9})/);
+    // Joined dates have nothing between them; after a space, a word is no day of a next date.
+    const next = upper.slice(digitsEnd).match(/^([A-Z]{3,9})/);
     let yearDigits: string | null = null;
     let end = digitsEnd;
     if (next && MONTHS[next[1]!]) {
@@ -251,7 +256,7 @@ export function parseDocumentDate(text: string, kind: 'past' | 'future', today =
   return findDates(text, kind, today)[0]?.date ?? null;
 }
 
-function parseValue(field: DocumentField, text: string): string | null {
+function parseValue(field: DocumentField, text: string, today: Date): string | null {
   const clean = anyAscii(text).toUpperCase().trim();
   switch (field) {
     case 'last_name':
@@ -260,10 +265,10 @@ function parseValue(field: DocumentField, text: string): string | null {
       return name.length >= 2 ? name : null;
     }
     case 'birth_date':
-      return parseDocumentDate(text, 'past');
+      return parseDocumentDate(text, 'past', today);
     case 'expiry_date': {
       // A validity printed as two dates ("from" and "until") ends with the later one.
-      const dates = findDocumentDates(text, 'future');
+      const dates = findDocumentDates(text, 'future', today).filter((date) => date <= validityLimit(today));
       return dates.length ? dates.reduce((a, b) => (b > a ? b : a)) : null;
     }
     case 'sex': {
@@ -286,8 +291,8 @@ function parseValue(field: DocumentField, text: string): string | null {
  * by side) split into one line per date, each with its share of the line's box (by characters), so
  * each label above finds the date printed under it. Other lines are kept as they are.
  */
-function splitDates(line: TextLine): TextLine[] {
-  const dates = findDates(line.text, 'future', new Date());
+function splitDates(line: TextLine, today: Date): TextLine[] {
+  const dates = findDates(line.text, 'future', today);
   if (dates.length < 2) return [line];
   const text = anyAscii(line.text).toUpperCase();
   const { x, y, width, height } = line.box;
@@ -324,12 +329,17 @@ function labelFragments(label: TextLine, lines: readonly TextLine[], labelLines:
 /** Expiry dates lie at most this many years ahead (passports run ten years, some cards fifteen). */
 const MAX_VALIDITY_YEARS = 20;
 
+/** The last day an expiry date can be, read on `today` (a later reading is a misread or a past year such as 86 read as 2086). */
+function validityLimit(today: Date): string {
+  return `${today.getUTCFullYear() + MAX_VALIDITY_YEARS}-12-31`;
+}
+
 /**
  * The field values of a document's OCR lines. Each label takes the nearest unused line below it
  * (within a few line heights, starting near the label's left edge) or the text after it on its
  * own line.
  */
-export function extractFields(lines: readonly TextLine[]): DocumentFields {
+export function extractFields(lines: readonly TextLine[], today = new Date()): DocumentFields {
   const candidates = lines.filter((line) => line.text.trim() && !isMrzLine(line));
   const labels = candidates.flatMap(labelsOf);
   const labelLines = new Set(labels.map((label) => label.line));
@@ -341,16 +351,23 @@ export function extractFields(lines: readonly TextLine[]): DocumentFields {
     pieces.forEach((piece) => fragments.add(piece));
     leftEdge.set(line, Math.min(line.box.x, ...pieces.map((piece) => piece.box.x)));
   }
-  const values = candidates.filter((line) => !labelLines.has(line) && !fragments.has(line)).flatMap(splitDates);
+  const values = candidates.filter((line) => !labelLines.has(line) && !fragments.has(line)).flatMap((line) => splitDates(line, today));
   const used = new Set<TextLine>();
+  /** Dates taken by issue and "valid from" labels: known not to be the expiry. */
+  const issued = new Set<string>();
   const fields: DocumentFields = {};
   const store = (kind: Exclude<LabelKind, null>, text: string): boolean => {
+    if (kind === 'issue_date') {
+      const date = parseDocumentDate(text, 'future', today);
+      if (date) issued.add(date);
+      return date !== null;
+    }
     if (kind === 'full_name') {
       // "SURNAME, GIVEN NAMES", as TD1 cards print under "Name"; without a comma it stays whole.
       const [last, first] = text.split(/\s*,\s*/);
-      const lastName = last ? parseValue('last_name', last) : null;
+      const lastName = last ? parseValue('last_name', last, today) : null;
       if (!lastName) return false;
-      const firstName = first ? parseValue('first_name', first) : null;
+      const firstName = first ? parseValue('first_name', first, today) : null;
       if (!firstName) {
         fields.full_name ??= lastName;
         return true;
@@ -359,12 +376,12 @@ export function extractFields(lines: readonly TextLine[]): DocumentFields {
       fields.first_name ??= firstName;
       return true;
     }
-    const value = parseValue(kind, text);
+    const value = parseValue(kind, text, today);
     if (value) fields[kind] = value;
     return value !== null;
   };
   for (const label of labels) {
-    if (!label.field || (label.field !== 'full_name' && fields[label.field])) continue;
+    if (!label.field || (label.field !== 'full_name' && label.field !== 'issue_date' && fields[label.field])) continue;
     // A value on the label's own line ("Sex: M") is printed in capitals; mixed case is more label.
     const inline = label.rest && !/[a-z]/.test(label.rest) && !labelsOf({ ...label.line, text: label.rest }).length;
     if (inline && store(label.field, label.rest)) continue;
@@ -391,16 +408,16 @@ export function extractFields(lines: readonly TextLine[]): DocumentFields {
   }
   // No expiry label gave a value (its label too damaged to read, "Valliduni/V"): the dates of a
   // document come in order, birth, then issue or "valid from", then expiry. Once the birth date is
-  // known, and at least two later dates are printed that no field took (under "Valid from", "Date of
-  // issue" or a label not read), the latest is the expiry (the earlier is the issue or start of
-  // validity). A single date is not taken: it may be the issue date. Two-digit years are read as expiry years, and a reading more than
-  // MAX_VALIDITY_YEARS ahead (a past year such as 86 read as 2086) is no expiry.
+  // known, and at least two later dates are printed that no other field took (those under an issue
+  // or "valid from" label included), the latest is the expiry, unless an issue or "valid from"
+  // label took it. A single date is not taken: it may be the issue date under a label not read.
+  // Two-digit years are read as expiry years, and a reading past validityLimit is no expiry.
   if (!fields.expiry_date && fields.birth_date) {
-    const today = new Date();
-    const limit = `${today.getUTCFullYear() + MAX_VALIDITY_YEARS}-12-31`;
     const birth = fields.birth_date;
-    const later = new Set(values.filter((line) => !used.has(line)).flatMap((line) => findDocumentDates(line.text, 'future', today)).filter((date) => date > birth && date <= limit));
-    if (later.size >= 2) fields.expiry_date = [...later].reduce((a, b) => (b > a ? b : a));
+    const free = values.filter((line) => !used.has(line)).flatMap((line) => findDocumentDates(line.text, 'future', today));
+    const later = new Set([...free, ...issued].filter((date) => date > birth && date <= validityLimit(today)));
+    const latest = [...later].reduce<string | null>((a, b) => (a === null || b > a ? b : a), null);
+    if (later.size >= 2 && latest && !issued.has(latest)) fields.expiry_date = latest;
   }
   return fields;
 }

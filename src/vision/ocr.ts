@@ -185,29 +185,26 @@ export async function recognizeText(image: Raster, boxes: readonly Box[]): Promi
     const width = Math.max(...batch.map((index) => strips[index]!.width));
     const input = new Float32Array(batch.length * 3 * REC_HEIGHT * width);
     batch.forEach((index, n) => writeStrip(input, n, strips[index]!, width));
-    const output = await session.run({ x: new ort.Tensor('float32', input, [batch.length, 3, REC_HEIGHT, width]) });
-    const tensor = Object.values(output)[0]!;
-    const [, steps, classes] = tensor.dims as [number, number, number];
-    const probabilities = tensor.data as Float32Array;
+    // Only each time step's best class and its probability (models/ocr/fuse.py adds them to the
+    // recognizer), not the whole distribution over 6,625 classes.
+    const output = await session.run({ x: new ort.Tensor('float32', input, [batch.length, 3, REC_HEIGHT, width]) }, ['best_class', 'best_probability']);
+    const best = output.best_class!;
+    const steps = best.dims[1]!;
+    const classes = best.data as BigInt64Array;
+    const probabilities = output.best_probability!.data as Float32Array;
     batch.forEach((index, n) => {
       let text = '';
       let confidence = 0;
       let kept = 0;
       let previous = 0;
-      for (let t = 0; t < steps; t++) {
-        const row = (n * steps + t) * classes;
-        let best = 0;
-        let bestProbability = probabilities[row]!;
-        for (let k = 1; k < classes; k++) {
-          const probability = probabilities[row + k]!;
-          if (probability > bestProbability) (best = k), (bestProbability = probability);
-        }
-        if (best !== 0 && best !== previous) {
-          text += keys[best] ?? '';
-          confidence += bestProbability;
+      for (let t = n * steps; t < (n + 1) * steps; t++) {
+        const character = Number(classes[t]);
+        if (character !== 0 && character !== previous) {
+          text += keys[character] ?? '';
+          confidence += probabilities[t]!;
           kept++;
         }
-        previous = best;
+        previous = character;
       }
       lines[index] = { text: text.trim(), confidence: kept ? confidence / kept : 0, box: boxes[index]! };
     });

@@ -156,6 +156,9 @@ test('findDocumentDates: two dates joined on one line are both found; a 2-digit 
   t.deepEqual(findDocumentDates('12 AUG/AOUT 1974', 'past', today), ['1974-08-12']);
   t.deepEqual(findDocumentDates('12AUG74L898', 'past', today), [], 'a year running into letters is no year');
   t.deepEqual(findDocumentDates('ZENITH', 'past', today), []);
+  // A word after a space is no month of a joined next date: the four-digit year stays whole.
+  t.deepEqual(findDocumentDates('15 JAN 2030 MAI', 'future', today), ['2030-01-15']);
+  t.deepEqual(findDocumentDates('15 MAR 2031 MARS', 'future', today), ['2031-03-15']);
 });
 
 test('extractFields: a visa validity row, "valid from" and a damaged "valid until" over one line holding both dates: the until date is the expiry', (t) => {
@@ -167,16 +170,27 @@ test('extractFields: a visa validity row, "valid from" and a damaged "valid unti
   t.deepEqual(extractFields([line('Valid until: 10 DEC 11 - 10 DEC 16', 10, 10, 300)]), { expiry_date: '2016-12-10' });
 });
 
-test('extractFields: with no readable expiry label, the latest of two or more unlabelled dates after the birth date is the expiry; one date is not enough', (t) => {
+test('extractFields: with no readable expiry label, the latest of two or more dates after the birth date is the expiry, unless an issue label took it; one date is not enough', (t) => {
+  const today = new Date('2026-11-22');
   const birth = [line('Date of birth', 10, 10), line('07SEP/SEP86', 12, 35)];
   const validity = [line('Valliduni/V', 300, 70, 60, 14), line('10DEC/DEC11', 150, 90, 120, 18), line('10DEC/DEC16', 300, 90, 120, 18)];
-  t.deepEqual(extractFields([...birth, ...validity]), { birth_date: '1986-09-07', expiry_date: '2016-12-10' });
+  t.deepEqual(extractFields([...birth, ...validity], today), { birth_date: '1986-09-07', expiry_date: '2016-12-10' });
   // One unlabelled date may be the issue date: no expiry.
-  t.deepEqual(extractFields([...birth, line('Valliduni/V', 300, 70, 60, 14), line('10DEC/DEC16', 300, 90, 120, 18)]), { birth_date: '1986-09-07' });
+  t.deepEqual(extractFields([...birth, line('Valliduni/V', 300, 70, 60, 14), line('10DEC/DEC16', 300, 90, 120, 18)], today), { birth_date: '1986-09-07' });
+  // A date under "Valid from" and one under a label not read: the second is the expiry.
+  t.deepEqual(
+    extractFields([...birth, line('Valid from', 150, 70, 80, 14), line('10DEC/DEC11', 150, 90, 120, 18), line('Valliduni/V', 300, 70, 60, 14), line('10DEC/DEC16', 300, 90, 120, 18)], today),
+    { birth_date: '1986-09-07', expiry_date: '2016-12-10' },
+  );
+  // An issue date and a "valid from" date, both labelled: the later is still no expiry.
+  t.deepEqual(
+    extractFields([...birth, line('Date of issue', 150, 70, 90, 14), line('01 JAN 2020', 150, 90, 120, 18), line('Valid from', 300, 70, 80, 14), line('05 JAN 2020', 300, 90, 120, 18)], today),
+    { birth_date: '1986-09-07' },
+  );
   // Without the birth date the dates cannot be told apart: no expiry.
-  t.deepEqual(extractFields(validity), {});
+  t.deepEqual(extractFields(validity, today), {});
   // A two-digit year far ahead as an expiry (a second print of the birth date) is no expiry.
-  t.deepEqual(extractFields([...birth, line('10DEC/DEC16', 150, 90, 120, 18), line('07SEP/SEP86', 300, 90, 120, 18)]), { birth_date: '1986-09-07' });
+  t.deepEqual(extractFields([...birth, line('10DEC/DEC16', 150, 90, 120, 18), line('07SEP/SEP86', 300, 90, 120, 18)], today), { birth_date: '1986-09-07' });
 });
 
 test('extractFields: "Nombre d\'entrees" (number of entries) is no given-name label, even damaged; "Nombres" and "Nombre / Given name" are', (t) => {
@@ -186,6 +200,7 @@ test('extractFields: "Nombre d\'entrees" (number of entries) is no given-name la
   t.deepEqual(extractFields([line('Nombres', 10, 10, 100), line('JUAN CARLOS', 12, 35)]), { first_name: 'JUAN CARLOS' });
   t.deepEqual(extractFields([line('Nombre / Given name', 10, 10), line('JUAN', 12, 35)]), { first_name: 'JUAN' });
   t.deepEqual(extractFields([line('Nom d\'usage', 10, 10, 100), line('MARTIN', 12, 35)]), {}, 'the usage name is not the surname');
+  t.deepEqual(extractFields([line('Nom de famille', 10, 10, 100), line('MARTIN', 12, 35)]), { last_name: 'MARTIN' }, 'the family name is');
 });
 
 test('extractFields: a name label broken into pieces ("Suma", "ne,Give", "/Nom,Prenoms") begins at its first piece and labels the whole name', (t) => {
