@@ -88,6 +88,8 @@ function saturate(server: Server, duration: number, connections = CONNECTIONS) {
 interface SteadyResult {
   sent: number;
   failed: number;
+  /** Why requests failed: the HTTP status or the socket error's code, with how many. */
+  failures: Record<string, number>;
   /** Milliseconds from sending each request to the end of its response. */
   latencies: number[];
   /** How late each request left against its schedule (the load generator shares the cores). */
@@ -103,7 +105,11 @@ interface SteadyResult {
 async function steady(server: Server, rate: number, seconds: number, connections = CONNECTIONS): Promise<SteadyResult> {
   const agent = new http.Agent({ keepAlive: true, maxSockets: connections });
   const next = recordSource();
-  const result: SteadyResult = { sent: 0, failed: 0, latencies: [], lateness: [] };
+  const result: SteadyResult = { sent: 0, failed: 0, failures: {}, latencies: [], lateness: [] };
+  const fail = (reason: string) => {
+    result.failed++;
+    result.failures[reason] = (result.failures[reason] ?? 0) + 1;
+  };
   const post = (body: string) =>
     new Promise<void>((resolve) => {
       const sentAt = performance.now();
@@ -113,13 +119,13 @@ async function steady(server: Server, rate: number, seconds: number, connections
           response.resume();
           response.on('end', () => {
             if (response.statusCode === 200) result.latencies.push(performance.now() - sentAt);
-            else result.failed++;
+            else fail(`HTTP ${response.statusCode}`);
             resolve();
           });
         },
       );
-      request.on('error', () => {
-        result.failed++;
+      request.on('error', (error: NodeJS.ErrnoException) => {
+        fail(error.code ?? error.message);
         resolve();
       });
       request.end(body);
@@ -159,7 +165,7 @@ export async function benchUpsertLoad(): Promise<void> {
       ['steady 300 requests/s', 300, 'p99 25 ms'],
     ] as const) {
       const result = await steady(server, rate, DURATION_S);
-      if (result.failed > 0) throw new Error(`${result.failed} of ${result.sent} requests failed`);
+      if (result.failed > 0) throw new Error(`${result.failed} of ${result.sent} requests failed: ${JSON.stringify(result.failures)}`);
       const { times } = await server.ask<{ times: number[] }>('service-times');
       rows.push(
         `| ${label} | ${rate} | ${ms(percentile(result.latencies, 0.5))} | ${ms(percentile(result.latencies, 0.99))} | ${ms(percentile(times, 0.5))} | ${ms(percentile(times, 0.99))} | ${budget} |`,
@@ -223,7 +229,7 @@ export async function benchSoak(): Promise<void> {
       '## Memory under 30 minutes of steady load',
       '',
       `Machine: ${machineLine()}, load average ${os.loadavg()[0]!.toFixed(1)} at the end (other work shares the cores). ${Math.round(SOAK_S / 60)} minutes at 100 single-record financial requests/s (${result.sent.toLocaleString('en')} requests, ` +
-        `${result.failed} failed, client p99 ${percentile(result.latencies, 0.99).toFixed(1)} ms) after a 10 s warm-up; the service's memory sampled every minute. Command: \`npm run bench soak\`.`,
+        `${result.failed} failed${result.failed ? ` (${Object.entries(result.failures).map(([reason, count]) => `${reason}: ${count}`).join(', ')})` : ''}, client p99 ${percentile(result.latencies, 0.99).toFixed(1)} ms) after a 10 s warm-up; the service's memory sampled every minute. Command: \`npm run bench soak\`.`,
       '',
       `RSS ${mb(first.rss)} MB at the start, ${mb(last.rss)} MB at the end (highest ${mb(Math.max(...samples.map((sample) => sample.memory.rss)))} MB); ` +
         `heap used ${mb(first.heapUsed)} MB at the start, ${mb(last.heapUsed)} MB at the end.`,
