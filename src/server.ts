@@ -105,6 +105,13 @@ export async function buildContext(config: Config, db: Database['knex'], logger:
   return context;
 }
 
+/**
+ * How long an idle keep-alive connection stays open: longer than the idle timeouts of load
+ * balancers and HTTP clients (60 s is common), so that they close a connection first and never
+ * send a request on one the service is closing at that moment (Node's default is 5 s).
+ */
+export const KEEP_ALIVE_TIMEOUT_MS = 65_000;
+
 /** Opens the database, builds the context and app, and listens. */
 export async function startServer(config: Config, logger: Logger = createLogger(config.logLevel)): Promise<RunningServer> {
   const database = await openDatabase(config, (message) => logger.info(message));
@@ -113,7 +120,7 @@ export async function startServer(config: Config, logger: Logger = createLogger(
   if (swept) logger.info({ swept }, 'removed temporary upload files left by a stopped process');
   const koa = createApp(context);
   const server = http.createServer(koa.callback());
-  server.keepAliveTimeout = 65_000;
+  server.keepAliveTimeout = KEEP_ALIVE_TIMEOUT_MS;
   await context.documents.attach(server, config.redisUrl);
   await context.live.attach(server);
   await new Promise<void>((resolve, reject) => {
