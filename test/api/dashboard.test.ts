@@ -181,7 +181,10 @@ test.serial('agent-summary: {agent: false} for a non-agent; the keys of the spec
   await app.request('POST', AVAILABILITY, { token: paired.accessToken, json: { available: false } });
   const stamp = new Date('2026-01-01T00:00:00Z');
   await app.database.knex('mobile_devices').where({ id: paired.deviceId }).update({ last_seen_at: stamp });
-  clock.advance(3000);
+  // Past the last-seen resolution (60 s), so a stamp would be due if reads wrote one. Not further:
+  // today's shifts are counted from the clock's midnight, and the switches above were stamped by
+  // the database's clock; advancing 50 minutes made the test fail when run after 23:10 UTC.
+  clock.advance(61);
   const response = await app.request('GET', `${D}agent-summary/`, { token: paired.accessToken });
   t.is(response.status, 200);
   const data = response.body.data;
