@@ -22,7 +22,7 @@ interface Server {
 async function startServer(): Promise<Server> {
   const database = await benchDatabaseUrl();
   const child = fork(path.resolve(import.meta.dirname, 'upsert-load-server.ts'), {
-    execArgv: ['--import', 'tsx', ...(process.env.BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE}`] : []), ...(process.env.BENCH_NODE_FLAGS?.split(' ').filter(Boolean) ?? [])],
+    execArgv: ['--import', 'tsx', ...(process.env.BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE}`] : [])],
     env: { ...process.env, BENCH_DATABASE_URL: database.url },
   });
   const { port, token } = await new Promise<{ port: number; token: string }>((resolve, reject) => {

@@ -5,6 +5,8 @@ import type { BoundModel, Row, RowAnnotator } from '../backoffice/registry.ts';
 import {
   deleteObject,
   PendingApprovalConflict,
+  comparable,
+  jsonable,
   PermissionDenied,
   saveObject,
   ValidationFailed,
@@ -16,7 +18,6 @@ import { loadPrincipal, type Principal } from '../staff/principal.ts';
 import type { StoredAttachment } from '../cases/attachments.ts';
 import type { AdminSite, DetailBlockProvider } from '../backoffice/site.ts';
 import { notifyMaker, notifySigners, type SignerCheck } from '../notifications/raise.ts';
-import { formatTimestamp } from '../mobile/dates.ts';
 
 /**
  * Maker-checker: policies per model and operation, requests that hold a covered write (with its
@@ -81,12 +82,6 @@ export async function findPolicy(db: Knex | Knex.Transaction, contentType: strin
   return ((await db('approval_policies').where({ content_type: contentType, operation, active: true }).first()) as PolicyRow | undefined) ?? null;
 }
 
-/** A value as JSON shows it to staff: a time in the spec's form (UTC, to the second, no offset). */
-function jsonable(value: unknown): unknown {
-  if (value instanceof Date) return formatTimestamp(value);
-  return value ?? null;
-}
-
 /** Django's empty values: a full web form sends '' for a field the record holds as null. */
 function isEmpty(value: unknown): boolean {
   return value === null || value === undefined || value === '' || (Array.isArray(value) && value.length === 0);
@@ -94,8 +89,8 @@ function isEmpty(value: unknown): boolean {
 
 function sameValue(a: unknown, b: unknown): boolean {
   if (isEmpty(a) && isEmpty(b)) return true;
-  const left = jsonable(a);
-  const right = jsonable(b);
+  const left = comparable(a);
+  const right = comparable(b);
   if (typeof left === 'string' && typeof right === 'string' && /^-?\d+(\.\d+)?$/.test(left) && /^-?\d+(\.\d+)?$/.test(right)) return Number(left) === Number(right);
   if (left instanceof Date || typeof left === 'string') {
     const [l, r] = [Date.parse(String(left)), Date.parse(String(right))];
@@ -122,7 +117,7 @@ export function typedDiff(model: BoundModel, before: Row | null, cleaned: Row, o
       if (cleaned[field.name] !== null && cleaned[field.name] !== '') fields.push({ name: field.name, label: field.label, type, old: null, new: jsonable(cleaned[field.name]) });
       continue;
     }
-    if (before && sameValue(old, cleaned[field.name])) continue;
+    if (before && sameValue(before[field.name], cleaned[field.name])) continue;
     fields.push({ name: field.name, label: field.label, type, old, new: jsonable(cleaned[field.name]) });
   }
   return { fields, inline_blocks: [] };

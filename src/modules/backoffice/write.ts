@@ -98,14 +98,24 @@ function diffOf(model: BoundModel, before: Row | null, values: Row): Record<stri
 }
 
 /** A value as JSON shows it to staff: a time in the spec's form (UTC, to the second, no offset). */
-function jsonable(value: unknown): unknown {
+export function jsonable(value: unknown): unknown {
   if (value instanceof Date) return formatTimestamp(value);
   return value ?? null;
 }
 
+/**
+ * A value as compared with another: a time as its full ISO instant (with its offset), which
+ * Date.parse reads as the same instant on any host, where the shown form would be read in the
+ * host's own time zone.
+ */
+export function comparable(value: unknown): unknown {
+  if (value instanceof Date) return value.toISOString();
+  return value ?? null;
+}
+
 function sameValue(a: unknown, b: unknown): boolean {
-  const left = jsonable(a);
-  const right = jsonable(b);
+  const left = comparable(a);
+  const right = comparable(b);
   if (typeof left === 'object' || typeof right === 'object') return JSON.stringify(left) === JSON.stringify(right);
   if (typeof left === 'string' && typeof right === 'number') return Number(left) === right;
   if (left instanceof Date || right instanceof Date) return String(left) === String(right);

@@ -313,15 +313,10 @@ async function answerWrite(ctx: Context, db: Knex, model: BoundModel, outcome: W
   respond(ctx, WRITE_MESSAGES[outcome.status], data, outcome.status === 'created' ? 201 : 200);
 }
 
-/** The autocomplete endpoint only reads. */
+/** The autocomplete endpoint only reads (a detail path whose pk is "autocomplete" is that endpoint too). */
 function refuseAutocompleteWrite(ctx: Context): never {
   ctx.set('Allow', 'GET, HEAD');
   throw new MethodNotAllowedError(['GET', 'HEAD']);
-}
-
-/** A detail path whose pk is "autocomplete" is the autocomplete endpoint. */
-function refuseWriteToAutocomplete(ctx: Context): void {
-  if (ctx.params.pk === 'autocomplete') refuseAutocompleteWrite(ctx);
 }
 
 function detailModel(ctx: Context, site: AdminSite): BoundModel {
@@ -381,7 +376,7 @@ export function registerDataRoutes(router: Router, app: AppContext, authenticate
 
   for (const [method, partial] of [['patch', true], ['put', false]] as const) {
     router[method](path('data/:app/:model/:pk/'), authenticated, async (ctx) => {
-      refuseWriteToAutocomplete(ctx);
+      if (ctx.params.pk === 'autocomplete') refuseAutocompleteWrite(ctx);
       const model = detailModel(ctx, site());
       const body = await readJsonObject(ctx, DATA_BODY_LIMIT_BYTES);
       const outcome = await saveObject(app.backoffice, model, principalOf(ctx), ctx.params.pk!, body, { partial, origin }).catch(chainError);
@@ -390,7 +385,7 @@ export function registerDataRoutes(router: Router, app: AppContext, authenticate
   }
 
   router.delete(path('data/:app/:model/:pk/'), authenticated, async (ctx) => {
-    refuseWriteToAutocomplete(ctx);
+    if (ctx.params.pk === 'autocomplete') refuseAutocompleteWrite(ctx);
     const model = detailModel(ctx, site());
     const outcome = await deleteObject(app.backoffice, model, principalOf(ctx), ctx.params.pk!, origin).catch(chainError);
     await answerWrite(ctx, app.db, model, outcome);
