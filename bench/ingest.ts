@@ -167,7 +167,7 @@ interface ScenarioResult {
 }
 
 /** Alternates scored batches with their floor; removes what each pair wrote so the stored history stays the same. */
-async function financialScenario(app: AppContext, label: string, prefix: string): Promise<ScenarioResult> {
+export async function financialScenario(app: AppContext, label: string, prefix: string): Promise<ScenarioResult> {
   const customerIds = new Map((await app.db('customers').select('id', 'customer_ref')).map((row) => [row.customer_ref as string, row.id as string]));
   const result: ScenarioResult = { label, batch: [], floor: [], records: [], phases: [], cpu: [], roundTrips: 0, alerts: [], heapGrowthMb: 0, afterGc: [], stallMs: 0 };
   for (let run = 0; run < WARMUP + RUNS + HEAP_RUNS; run++) {
@@ -216,7 +216,7 @@ async function financialScenario(app: AppContext, label: string, prefix: string)
 }
 
 /** Rows of stored history per customer, straight into the table: `count` within the 30-day window, or older. */
-async function seedHistory(db: Knex, perCustomer: number, older: boolean): Promise<void> {
+export async function seedHistory(db: Knex, perCustomer: number, older: boolean): Promise<void> {
   const age = older ? `interval '31 days' + random() * interval '700 days'` : `random() * interval '30 days'`;
   await db.raw(
     `insert into financial_transactions (id, transaction_ref, customer_id, customer_ref, event_slug, amount, currency, io_type, event_date,
@@ -232,7 +232,7 @@ async function seedHistory(db: Knex, perCustomer: number, older: boolean): Promi
   await db.raw('vacuum analyze financial_transactions');
 }
 
-async function useRules(app: AppContext, count: number): Promise<number> {
+export async function useRules(app: AppContext, count: number): Promise<number> {
   const rules = count === 0 ? [] : await benchmarkRules(count);
   await loadRules(app.db, rules, system, { deactivateMissing: true });
   // The rule cache is dropped by a NOTIFY; wait until this process has the new set.

@@ -90,6 +90,36 @@ test.serial('the decision context of a large batch is the one buildDecisionConte
   t.is(log.data_context.aggregates.count_1h, (LARGE - 1 - 1) / 2);
 });
 
+test.serial('a large batch COPYs its alerts: one per REVIEW or REJECT record, refs intact, each in its customer\'s open case', async (t) => {
+  const batch = Array.from({ length: LARGE }, (_, index) => record(`alerted-${index}${index === 5 ? '\t\\x\ny' : ''}`, { customer_ref: index % 2 ? 'h-2' : 'h-3' }));
+  const response = await app.request('POST', FINANCIAL, { token, json: batch });
+  t.is(response.status, 200);
+  const results = response.body.data.results as Array<{ id: string; log_id: string; transaction_ref: string; decision: string; score: number }>;
+  const alerted = results.filter((result) => result.decision !== 'ACCEPT');
+  t.true(alerted.length > COPY_FROM_LOGS, 'enough alerts for the COPY path');
+  const alerts = await app.database.knex('alerts as a').join('customers as c', 'c.id', 'a.customer_id').whereIn('a.record_id', results.map((result) => result.id)).select('a.*', 'c.customer_ref');
+  t.is(alerts.length, alerted.length);
+  const byRecord = new Map(alerts.map((alert) => [alert.record_id as string, alert]));
+  for (const result of alerted) {
+    const alert = byRecord.get(result.id)!;
+    t.is(alert.record_ref, result.transaction_ref);
+    t.is(alert.log_id, result.log_id);
+    t.is(Number(alert.score), result.score);
+    t.is(alert.decision, result.decision);
+    t.is(alert.kind, 'rules');
+    t.is(alert.status, 'open');
+    t.deepEqual([...alert.rule_codes].sort(), result.score === 70 ? ['LARGE_AMOUNT', 'VELOCITY_1H'] : ['LARGE_AMOUNT']);
+  }
+  t.is(byRecord.get(results[5]!.id)?.record_ref, 'alerted-5\t\\x\ny');
+  for (const customerRef of ['h-2', 'h-3']) {
+    const open = await app.database.knex('cases as k').join('customers as c', 'c.id', 'k.customer_id').where({ 'c.customer_ref': customerRef }).whereNot('k.status', 'closed').select('k.*');
+    t.is(open.length, 1);
+    const own = alerts.filter((alert) => alert.customer_ref === customerRef);
+    t.true(own.every((alert) => alert.case_id === open[0]!.id));
+    t.is(Number(open[0]!.priority), Math.max(...own.map((alert) => Number(alert.score))));
+  }
+});
+
 test.serial('a failure while a large batch COPYs its logs stores nothing of it; a retry then succeeds', async (t) => {
   await app.database.knex.raw(`
     create function fail_on_copy_boom() returns trigger language plpgsql as $$

@@ -117,7 +117,7 @@ function logJson(log: ExecutionLogEntry): string {
 const COPY_ESCAPES: Record<string, string> = { '\\': '\\\\', '\t': '\\t', '\n': '\\n', '\r': '\\r' };
 
 /** A value in COPY's text format: backslash, tab, newline and carriage return escaped. */
-function copyText(value: string): string {
+export function copyText(value: string): string {
   return /[\\\t\n\r]/.test(value) ? value.replace(/[\\\t\n\r]/g, (character) => COPY_ESCAPES[character]!) : value;
 }
 

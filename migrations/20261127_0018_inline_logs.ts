@@ -1,0 +1,17 @@
+import type { Knex } from 'knex';
+
+/**
+ * Execution logs are written once per scored record and read whole: a 1000-record batch writes
+ * 1000 rows of about 2.7 KB (the decision context, the matched rules, the rule versions). Above
+ * about 2 KB PostgreSQL's toaster compresses the widest columns of every row before it is stored;
+ * with the row kept whole up to a page (toast_tuple_target 8160) a batch's COPY of the logs took
+ * 26 ms instead of 37 (bench/RESULTS.md). The price is disk: rows are stored uncompressed (about
+ * half again as much as lz4 made of them); larger rows are still compressed as before.
+ */
+export async function up(knex: Knex): Promise<void> {
+  await knex.raw('alter table execution_logs set (toast_tuple_target = 8160)');
+}
+
+export async function down(knex: Knex): Promise<void> {
+  await knex.raw('alter table execution_logs reset (toast_tuple_target)');
+}
