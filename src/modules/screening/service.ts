@@ -77,14 +77,19 @@ export class ScreeningService {
   }
 
   async screen(subjects: ScreeningSubject[]): Promise<CustomerScreening[]> {
-    const sanctionResults = await this.screenSanctions(subjects);
-    return subjects.map((subject, position) => {
+    // The workers match names while this thread scores the IP addresses and emails: the tasks are
+    // handed to them (synchronously, once the index is known) before the scoring below starts.
+    const sanctioning = this.screenSanctions(await this.sanctionsIndex(), subjects);
+    sanctioning.catch(() => {});
+    const ips = subjects.map((subject) => scoreIp({ ip: subject.ip_address, customerCountry: subject.country ?? subject.nationality }, this.ipContext));
+    const emails = subjects.map((subject) =>
+      scoreEmail({ email: subject.email, firstName: subject.first_name, lastName: subject.last_name, birthDate: subject.birth_date }, this.emailLists),
+    );
+    const sanctionResults = await sanctioning;
+    return subjects.map((_, position) => {
       const sanctions = sanctionResults[position]!;
-      const ip = scoreIp({ ip: subject.ip_address, customerCountry: subject.country ?? subject.nationality }, this.ipContext);
-      const email = scoreEmail(
-        { email: subject.email, firstName: subject.first_name, lastName: subject.last_name, birthDate: subject.birth_date },
-        this.emailLists,
-      );
+      const ip = ips[position]!;
+      const email = emails[position]!;
       return {
         sanction_score: sanctions.score,
         sanction_topic: sanctions.topics,
@@ -98,9 +103,8 @@ export class ScreeningService {
     });
   }
 
-  private async screenSanctions(subjects: ScreeningSubject[]): Promise<ScreeningResult[]> {
+  private async screenSanctions(index: SharedSanctionsIndex | null, subjects: ScreeningSubject[]): Promise<ScreeningResult[]> {
     const empty: ScreeningResult = { score: 0, topics: [], matches: [] };
-    const index = await this.sanctionsIndex();
     const queries = subjects.map(sanctionsQuery);
     const named = queries.flatMap((query, position) => (query ? [{ query, position }] : []));
     const results: ScreeningResult[] = subjects.map(() => empty);
