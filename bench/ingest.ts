@@ -24,7 +24,6 @@ import { createApp } from '../src/http/app.ts';
 import { upsertCustomers } from '../src/modules/customer/service.ts';
 import { createCredential } from '../src/modules/merchant/service.ts';
 import { BatchTrace } from '../src/modules/records/trace.ts';
-import { ROWS_PER_STATEMENT } from '../src/modules/records/sql.ts';
 import { loadRules } from '../src/modules/rules/store.ts';
 import { SanctionsIndex } from '../src/modules/screening/sanctions/matcher.ts';
 import { replaceSource } from '../src/modules/screening/sanctions/store.ts';
@@ -298,7 +297,7 @@ async function httpScenario(app: AppContext): Promise<{ warden: number[]; echo: 
 }
 
 /** Customer batches of 1000 with screening over the generated list, alternating with their floor. */
-async function customerScenario(app: AppContext, names: string[]): Promise<ScenarioResult> {
+export async function customerScenario(app: AppContext, names: string[]): Promise<ScenarioResult> {
   const result: ScenarioResult = { label: 'customers', batch: [], floor: [], records: [], phases: [], cpu: [], roundTrips: 0, alerts: [], heapGrowthMb: 0, afterGc: [], stallMs: 0 };
   const runs = Math.max(5, Math.ceil(RUNS / 2));
   for (let run = 0; run < runs + 1; run++) {
@@ -442,9 +441,9 @@ export async function benchIngest(): Promise<void> {
       '',
       `SQL statements per batch: ${main.roundTrips}, besides the alerts' own. The customers with their stored history in one statement (sent ` +
         'before validation, from the records as sent, and read while the records are validated; a range the valid records need beyond it would ' +
-        `be read again); BEGIN; the records' upsert in chunks of ${ROWS_PER_STATEMENT} (each chunk serialised while PostgreSQL writes the ` +
-        'previous one, the logs built meanwhile); COPY of the execution logs; the alerts (cases module: their statement and two for the staff ' +
-        'notifications, when any record raises one); COMMIT. A batch of up to 32 scored records writes its records and logs in one statement. ' +
+        'be read again); BEGIN; the records by COPY into a temporary staging table (made once per connection, emptied at commit) and one ' +
+        'upsert from it (the logs built meanwhile); COPY of the execution logs; the alerts (cases module: the upsert of their cases, COPY of ' +
+        'the alerts and two statements for the staff notifications, when any record raises one); COMMIT. A batch of up to 32 scored records writes its records and logs in one statement. ' +
         'Events and rules come from the NOTIFY-invalidated caches; the reads and the upserts are named prepared statements. ' +
         `Alerts raised per batch: ${median(main.alerts)} of 1000 records (these rules over this history flag every record), so the alerts' ` +
         `statement writes 1000 alert rows and extends the cases of ${CUSTOMERS} customers in every batch: the "alerts and commit" phase. ` +

@@ -1,0 +1,118 @@
+/**
+ * Large batches write their records by COPY into a staging table (records/sql.ts), small ones by
+ * one json_to_recordset statement. Both must store the same values: the same records sent in a
+ * small batch and in a large one come out identical, column by column, for every column type
+ * (text with tabs, backslashes and quotes, numerics, dates, times, booleans, jsonb, text[]).
+ */
+import test from 'ava';
+import { announce, CHANNELS } from '../../src/db/notifications.ts';
+import { COPY_FROM_LOGS } from '../../src/modules/records/sql.ts';
+import { replaceSource } from '../../src/modules/screening/sanctions/store.ts';
+import { startTestApp, type TestApp } from '../helpers/app.ts';
+import { defineEvents, hoursAgo } from '../helpers/fixtures.ts';
+
+const LARGE = COPY_FROM_LOGS + 8;
+const SMALL = 8;
+// One clock for both batches: the records must be the same, times included.
+const eventDates = Array.from({ length: 64 }, (_, index) => hoursAgo(0.5 + index / 100));
+const registrationDates = Array.from({ length: 64 }, (_, index) => hoursAgo(24 + index));
+const awkward = 'tab\there\nnew line \\ back\\slash \\N "quoted" {braces}, é ✓';
+
+let app: TestApp;
+let token: string;
+test.before(async () => {
+  app = await startTestApp();
+  token = await app.merchantToken();
+  await defineEvents(app.context, [['deposit', 1]]);
+  // A listed name, so that screened customers carry topics (text[]) and matches (jsonb).
+  await app.database.knex.transaction(async (trx) => {
+    await replaceSource(trx, 'ofac', [
+      { source: 'ofac', source_id: '1', schema: 'person', name: 'Dmitri "Tab\tBack\\slash" Karavello', aliases: [], birth_dates: ['1971-03-14'], nationalities: ['RUS'], topics: ['sanction', 'pep "quoted"', 'back\\slash'], programs: [] },
+    ]);
+    await announce(trx, CHANNELS.sanctions, 'test');
+  });
+});
+test.after.always(async () => {
+  await app?.close();
+});
+
+/** Every stored column but the ones that differ by construction (ids, refs, times, the raw copy of the ref). */
+async function storedValues(table: string, refColumn: string, refs: string[]): Promise<Array<Record<string, unknown>>> {
+  const rows = await app.database.knex(table).whereIn(refColumn, refs);
+  const byRef = new Map(rows.map((row) => [row[refColumn] as string, row]));
+  return refs.map((ref) => {
+    const { id, log_id, created_at, updated_at, [refColumn]: _ref, raw, ...rest } = byRef.get(ref)!;
+    const { [refColumn]: _rawRef, ...rawRest } = raw as Record<string, unknown>;
+    return { ...rest, raw: rawRest };
+  });
+}
+
+function financial(ref: string, index: number): Record<string, unknown> {
+  return {
+    customer_ref: index % 2 ? 'st-1' : 'st-2',
+    event_slug: 'deposit',
+    amount: ['7000.00', 0.1, '9999999999.99', 12.345][index % 4],
+    currency: 'EUR',
+    transaction_ref: ref,
+    io_type: index % 2,
+    event_date: eventDates[index],
+    payment_method: index % 3 ? 'card' : null,
+    fee_amount: index % 2 ? '1.5' : undefined,
+    event_description: awkward,
+    device_id: `dev\t${index}`,
+    ip_address: index % 2 ? '2001:db8::1' : '198.51.100.7',
+    channel: index % 5,
+    geo: { country: 'de', lat: 52.5 + index, nested: { list: [1, '\r', null, { deep: awkward }] } },
+    metadata: index % 2 ? { note: awkward, '\\key': true, big: 1e21, small: -0.000001 } : null,
+    extra_field: awkward,
+  };
+}
+
+function customer(ref: string, index: number): Record<string, unknown> {
+  return {
+    customer_ref: ref,
+    first_name: index % 3 ? 'Dmitri' : awkward.slice(0, 90),
+    last_name: index % 3 ? 'Karavello' : 'O\'Brien "the" \\ second',
+    birth_date: index % 2 ? '1971-03-14' : null,
+    nationality: 'RUS',
+    email: index % 2 ? `user${index}@example.com` : 'not an email\t',
+    ip_address: '203.0.113.9',
+    registration_date: registrationDates[index],
+    migration: index % 7 === 0,
+    extra: { awkward, list: [awkward, 1] },
+  };
+}
+
+test.serial('financial records: a large batch (COPY into staging) stores what a small one (json_to_recordset) stores', async (t) => {
+  await app.request('POST', '/api/customer/upsert/', { token, json: [{ customer_ref: 'st-1' }, { customer_ref: 'st-2' }] });
+  const smallRefs = Array.from({ length: SMALL }, (_, index) => `small-${index}`);
+  const largeRefs = Array.from({ length: LARGE }, (_, index) => `large-${index}${index === 3 ? '\t\\x' : ''}`);
+  const small = await app.request('POST', '/api/transaction/financial/upsert/', { token, json: smallRefs.map((ref, index) => financial(ref, index)) });
+  const large = await app.request('POST', '/api/transaction/financial/upsert/', { token, json: largeRefs.map((ref, index) => financial(ref, index)) });
+  t.is(small.status, 200);
+  t.is(large.status, 200);
+  t.true(large.body.data.results.every((result: { action: string }) => result.action === 'created'));
+  const smallRows = await storedValues('financial_transactions', 'transaction_ref', smallRefs);
+  const largeRows = await storedValues('financial_transactions', 'transaction_ref', largeRefs.slice(0, SMALL));
+  // The scores differ (the large batch's later records see more velocity); everything else is the record.
+  const withoutScores = (rows: Array<Record<string, unknown>>) => rows.map(({ score, decision, ...rest }) => rest);
+  t.deepEqual(withoutScores(largeRows), withoutScores(smallRows));
+  t.is(largeRows[1]!.event_description, awkward);
+  t.is((largeRows[1]!.metadata as Record<string, unknown>)['\\key'], true);
+  t.is((await app.database.knex('financial_transactions').where({ transaction_ref: 'large-3\t\\x' }).first())?.device_id, 'dev\t3');
+});
+
+test.serial('customers: a large batch (COPY into staging) stores what a small one stores, text[] topics and jsonb matches included', async (t) => {
+  const smallRefs = Array.from({ length: SMALL }, (_, index) => `cs-small-${index}`);
+  const largeRefs = Array.from({ length: LARGE }, (_, index) => `cs-large-${index}`);
+  const small = await app.request('POST', '/api/customer/upsert/', { token, json: smallRefs.map((ref, index) => customer(ref, index)) });
+  const large = await app.request('POST', '/api/customer/upsert/', { token, json: largeRefs.map((ref, index) => customer(ref, index)) });
+  t.is(small.status, 200);
+  t.is(large.status, 200);
+  const smallRows = await storedValues('customers', 'customer_ref', smallRefs);
+  const largeRows = await storedValues('customers', 'customer_ref', largeRefs.slice(0, SMALL));
+  t.deepEqual(largeRows, smallRows);
+  t.deepEqual(largeRows[1]!.sanction_topic, ['sanction', 'pep "quoted"', 'back\\slash']);
+  t.true((largeRows[1]!.sanction_matches as unknown[]).length > 0);
+  t.is(largeRows[0]!.first_name, awkward.slice(0, 90));
+});
