@@ -14,7 +14,7 @@ import * as csca from './20261123_0008_csca.ts';
 import * as live from './20261123_0013_live.ts';
 import * as ai from './20261123_0014_ai.ts';
 import * as aiDelegationState from './20261124_0017_ai_delegation_state.ts';
-import * as inlineLogs from './20261127_0018_inline_logs.ts';
+import * as hotpathWrite from './20261127_0018_hotpath_write.ts';
 
 type Migration = { up(knex: Knex): Promise<void>; down(knex: Knex): Promise<void> };
 
@@ -35,7 +35,7 @@ const migrations: [string, Migration][] = [
   ['20261123_0008_csca', csca],
   ['20261123_0014_ai', ai],
   ['20261124_0017_ai_delegation_state', aiDelegationState],
-  ['20261127_0018_inline_logs', inlineLogs],
+  ['20261127_0018_hotpath_write', hotpathWrite],
 ];
 
 export const migrationSource: Knex.MigrationSource<[string, Migration]> = {

@@ -1,6 +1,8 @@
 import type { Knex } from 'knex';
 
 /**
+ * Two costs of the scored batch's write (issue 17).
+ *
  * Execution logs are written once per scored record and read whole: a 1000-record batch writes
  * 1000 rows of about 2.7 KB (the decision context, the matched rules, the rule versions). Above
  * about 2 KB PostgreSQL's toaster compresses the widest columns of every row before it is stored;
@@ -10,8 +12,13 @@ import type { Knex } from 'knex';
  */
 export async function up(knex: Knex): Promise<void> {
   await knex.raw('alter table execution_logs set (toast_tuple_target = 8160)');
+  // Every alert is written with its case in one statement or transaction, and the case holds the
+  // customer by its own foreign key (neither cases nor customers can be deleted): this key checked
+  // nothing the case's does not, at 3.4 ms per 1000 alerts.
+  await knex.raw('alter table alerts drop constraint alerts_customer_id_foreign');
 }
 
 export async function down(knex: Knex): Promise<void> {
+  await knex.raw('alter table alerts add constraint alerts_customer_id_foreign foreign key (customer_id) references customers (id)');
   await knex.raw('alter table execution_logs reset (toast_tuple_target)');
 }
