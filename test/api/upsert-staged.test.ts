@@ -116,3 +116,31 @@ test.serial('customers: a large batch (COPY into staging) stores what a small on
   t.true((largeRows[1]!.sanction_matches as unknown[]).length > 0);
   t.is(largeRows[0]!.first_name, awkward.slice(0, 90));
 });
+
+test.serial('a large batch\'s logs name the stored records: guessed from the batch\'s reads, corrected where the guess was wrong', async (t) => {
+  // moved-0 is stored under customer st-2; the batch sends it for st-1, whose read does not see it,
+  // so its log is written under a new id first and corrected once the upsert answers.
+  const first = await app.request('POST', '/api/transaction/financial/upsert/', { token, json: [{ ...financial('moved-0', 0), customer_ref: 'st-2' }] });
+  const storedId = first.body.data.results[0].id as string;
+  const refs = Array.from({ length: LARGE }, (_, index) => `moved-${index}`);
+  const batch = await app.request('POST', '/api/transaction/financial/upsert/', { token, json: refs.map((ref, index) => ({ ...financial(ref, index), customer_ref: 'st-1' })) });
+  t.is(batch.status, 200);
+  const results = batch.body.data.results as Array<{ id: string; log_id: string; action: string }>;
+  t.is(results[0]!.id, storedId);
+  t.is(results[0]!.action, 'updated');
+  const logs = await app.database.knex('execution_logs').whereIn('id', results.map((result) => result.log_id)).select('id', 'record_id');
+  const recordOf = new Map(logs.map((log) => [log.id as string, log.record_id as string]));
+  for (const result of results) t.is(recordOf.get(result.log_id), result.id);
+
+  // Customers re-sent in a large batch keep their ids, and their logs name them.
+  const customerRefs = Array.from({ length: LARGE }, (_, index) => `cs-large-${index}`);
+  const before = await app.database.knex('customers').whereIn('customer_ref', customerRefs).select('customer_ref', 'id');
+  const again = await app.request('POST', '/api/customer/upsert/', { token, json: customerRefs.map((ref, index) => customer(ref, index)) });
+  const resent = again.body.data.results as Array<{ customer_ref: string; id: string; action: string }>;
+  t.true(resent.every((result) => result.action === 'updated'));
+  const idOf = new Map(before.map((row) => [row.customer_ref as string, row.id as string]));
+  for (const result of resent) t.is(idOf.get(result.customer_ref), result.id as string | undefined);
+  const customerLogs = await app.database.knex('customers as c').join('execution_logs as l', 'l.id', 'c.log_id').whereIn('c.customer_ref', customerRefs).select('c.id', 'l.record_id');
+  t.is(customerLogs.length, LARGE);
+  t.true(customerLogs.every((row) => row.id === row.record_id));
+});

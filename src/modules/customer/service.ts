@@ -1,6 +1,7 @@
 import type { AppContext } from '../../context.ts';
+import { queryPrepared } from '../../db/knex.ts';
 import type { Actor } from '../../actor.ts';
-import { runBatch, skippedResult, type BatchPlan, type ValidRecord } from '../records/batch.ts';
+import { runBatch, sentText, skippedResult, type BatchPlan, type ValidRecord } from '../records/batch.ts';
 import type { BatchTrace } from '../records/trace.ts';
 import { withoutNulls, type Action } from '../records/results.ts';
 import { columnsOf } from '../records/sql.ts';
@@ -46,7 +47,13 @@ interface Accepted extends ValidRecord {
   screening: CustomerScreening | null;
 }
 
+/** The ids of stored customers by ref. */
+const STORED_IDS = 'select customer_ref, id from customers where customer_ref = any($1::text[])';
+
 function customerPlan(app: AppContext): BatchPlan<Accepted, CustomerResult> {
+  // The ids of the batch's customers stored already, read while the records are validated.
+  let prefetched: Promise<Map<string, string>> = Promise.resolve(new Map());
+  let storedIds = new Map<string, string>();
   return {
     fields: customerFields,
     refField: 'customer_ref',
@@ -56,12 +63,24 @@ function customerPlan(app: AppContext): BatchPlan<Accepted, CustomerResult> {
     skipped: (ref, warnings, error) =>
       skippedResult('customer_ref', ref, { sanction_score: null, sanction_topic: [], ip_address_score: null, email_risk_score: null }, warnings, error),
 
+    prefetch(inputs, trace) {
+      // Refs as validation will read them (trimmed text, numbers as text); one that fails validation is not stored anyway.
+      const refs = inputs.flatMap((input) => sentText(input.customer_ref) ?? []);
+      prefetched = queryPrepared<{ customer_ref: string; id: string }>(app.db, 'warden_customer_ids', STORED_IDS, [refs]).then((rows) => new Map(rows.map((row) => [row.customer_ref, row.id])));
+      // Awaited by accept; a failure must not count as unhandled meanwhile.
+      prefetched.catch(() => {});
+      if (trace) trace.roundTrips += 1;
+    },
+
     async accept(valid) {
+      storedIds = await prefetched;
       return valid.map((record) => {
         if (record.values.migration) record.warnings.push(MIGRATION_WARNING);
         return Object.assign(record, { ref: record.ref!, screening: null });
       });
     },
+
+    storedId: (item) => storedIds.get(item.ref),
 
     // Customers are screened before their rules run, so a customer rule can use the scores.
     async ruleInputs(stored, trace) {

@@ -6,6 +6,7 @@ import type { AppContext } from '../../context.ts';
 import { retryOnConflict } from '../../db/knex.ts';
 import { BadRequestError, PayloadTooLargeError } from '../../http/errors.ts';
 import { readJsonBody } from '../../http/json-body.ts';
+import { isStorableText } from '../../validation/storable.ts';
 import type { EvaluationInput } from '../rules/definitions.ts';
 import { ExecutionLogWriter, scoreRecords, type Evaluation } from '../rules/engine.ts';
 import { DecisionContextWriter } from '../rules/evaluate.ts';
@@ -49,6 +50,15 @@ export async function readUpsertBatch(ctx: Context, limitBytes: number): Promise
   }
   if (body !== null && typeof body === 'object') return [body as Record<string, unknown>];
   throw new BadRequestError(`A JSON object (or an array of objects) is required; received ${describe(body)}.`, 'object_required');
+}
+
+/**
+ * A ref as validation will read it, when it can be valid: text trimmed, a number as its text. Text
+ * PostgreSQL cannot take (NUL) fails validation anyway and must not reach the prefetch's query.
+ */
+export function sentText(value: unknown): string | null {
+  if (typeof value === 'string') return isStorableText(value) ? value.trim() : null;
+  return typeof value === 'number' && Number.isFinite(value) ? String(value) : null;
 }
 
 /**
@@ -140,6 +150,12 @@ export interface BatchPlan<Item extends ValidRecord, Result extends { action: st
   prefetch?(inputs: Record<string, unknown>[], trace?: BatchTrace): void;
   /** Each valid record becomes an item to store, or the text of why it is skipped. May read the database. */
   accept(valid: ValidRecord[], trace?: BatchTrace): Promise<Array<Item | string>>;
+  /**
+   * The id the item's record is stored under when the batch's reads found it stored already. A large
+   * batch's logs name their records by it before the upsert answers (records/sql.ts); a wrong or
+   * missing guess costs a correction, never a wrong log.
+   */
+  storedId?(item: Item): string | undefined;
   /** The rule input of each item to store, or null for one stored without scoring. */
   ruleInputs(stored: Item[], trace?: BatchTrace): Promise<Array<EvaluationInput | null>>;
   /**
@@ -204,7 +220,7 @@ export async function runBatch<Item extends ValidRecord, Result extends { action
     const evaluation = ruleInputs[position] ? scored[next++]! : null;
     evaluations[position] = evaluation;
     const row = plan.row(item, evaluation);
-    row.id = randomUUID();
+    row.id = plan.storedId?.(item) ?? randomUUID();
     row.log_id = evaluation ? randomUUID() : null;
     row.created_by = by;
     row.updated_by = by;

@@ -36,7 +36,7 @@ const CUSTOMERS_WITH_HISTORY_SQL = (by: CustomerKey, columns: string) => `
 with want as (select * from unnest($1::${by === 'id' ? 'uuid' : 'text'}[], $2::timestamptz[], $3::timestamptz[]) as w(key, lo, hi)),
 refs as materialized (select unnest($4::text[]) as ref),
 resent as (
-  select t.customer_id, json_agg(json_build_array(t.transaction_ref, extract(epoch from t.event_date) * 1000, t.amount, t.io_type, t.device_id, t.ip_address, t.country)) as entries
+  select t.customer_id, json_agg(json_build_array(t.transaction_ref, extract(epoch from t.event_date) * 1000, t.amount, t.io_type, t.device_id, t.ip_address, t.country, t.id)) as entries
   from financial_transactions t where t.transaction_ref in (select ref from refs) group by t.customer_id
 )
 select ${columns},
@@ -64,8 +64,8 @@ export interface CustomerHistory {
   window: HistoryColumns | null;
   /** The earliest stored transaction, but for those with a ref of `refs`. */
   first: number | null;
-  /** Stored transactions (any date) with a ref of `refs`, as [ref, ...entry]. */
-  resent: Array<[string, ...HistoryEntry]>;
+  /** Stored transactions (any date) with a ref of `refs`, as [ref, ...entry, id]. */
+  resent: Array<[string, ...HistoryEntry, string]>;
 }
 
 /** The prepared statement of each shape of CUSTOMERS_WITH_HISTORY_SQL (by key and columns). */

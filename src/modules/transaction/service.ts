@@ -1,12 +1,11 @@
 import type { AppContext } from '../../context.ts';
 import type { Actor } from '../../actor.ts';
 import { EVENT_TYPES, type EventType } from '../events/service.ts';
-import { runBatch, skippedResult, type BatchPlan, type ValidRecord } from '../records/batch.ts';
+import { runBatch, sentText, skippedResult, type BatchPlan, type ValidRecord } from '../records/batch.ts';
 import type { BatchTrace } from '../records/trace.ts';
 import type { FieldTable } from '../records/fields.ts';
 import { numericOrNull, withoutNulls, type Action } from '../records/results.ts';
 import { columnsOf } from '../records/sql.ts';
-import { isStorableText } from '../../validation/storable.ts';
 import type { EvaluationInput } from '../rules/definitions.ts';
 import { aggregatesOf, historyAround, historyRanges, readCustomers, type AggregateItem, type CustomerHistory, type CustomerRead } from './aggregates.ts';
 import { customerFields } from '../customer/schemas.ts';
@@ -79,14 +78,6 @@ function eventTypeLabel(type: number): string {
   return `${type} (${EVENT_TYPES[type as EventType]})`;
 }
 
-/**
- * A ref as validation will read it, when it can be valid: text trimmed, a number as its text. Text
- * PostgreSQL cannot take (NUL) fails validation anyway and must not reach the prefetch's query.
- */
-function sentText(value: unknown): string | null {
-  if (typeof value === 'string') return isStorableText(value) ? value.trim() : null;
-  return typeof value === 'number' && Number.isFinite(value) ? String(value) : null;
-}
 
 /** The customer columns a batch reads: what rules see, and the id the records point to. */
 const CUSTOMER_COLUMNS = [...new Set(['id', 'customer_ref', 'raw', ...customerFields.map((spec) => spec.name), 'score', 'decision', 'sanction_score', 'sanction_topic', 'ip_address_score', 'email_risk_score'])];
@@ -95,6 +86,8 @@ function transactionPlan(app: AppContext, kind: TransactionKind, now: number): B
   // The batch's customers and their stored history, read while the records are validated.
   let prefetched: ReturnType<typeof readCustomers> = Promise.resolve([]);
   const histories = new Map<string, CustomerHistory>();
+  // The ids of the batch's refs stored already, from the same read.
+  const storedIds = new Map<string, string>();
   return {
     fields: kind.fields,
     refField: 'transaction_ref',
@@ -133,7 +126,9 @@ function transactionPlan(app: AppContext, kind: TransactionKind, now: number): B
       const customers = new Map<string, Record<string, unknown>>();
       for (const { customer, history } of read) {
         customers.set(customer.customer_ref as string, customer);
-        if (history) histories.set(customer.id as string, history);
+        if (!history) continue;
+        histories.set(customer.id as string, history);
+        for (const entry of history.resent) storedIds.set(entry[0], entry[7]);
       }
       const acceptedTypes = kind.acceptedTypes.map(eventTypeLabel).join(' or ');
       // One event object per slug: the records of an event share it, and its decision context is serialised once.
@@ -158,6 +153,8 @@ function transactionPlan(app: AppContext, kind: TransactionKind, now: number): B
         return Object.assign(record, { customer, event: eventView, eventDate, ruleCheck: eventDate >= now - RULE_CHECK_WINDOW_MS });
       });
     },
+
+    storedId: (item) => (item.ref === null ? undefined : storedIds.get(item.ref)),
 
     async ruleInputs(stored, trace) {
       const aggregateItems: AggregateItem[] = stored.map((item) => ({
