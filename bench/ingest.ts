@@ -172,7 +172,7 @@ interface ScenarioResult {
 }
 
 /** Alternates scored batches with their floor; removes what each pair wrote so the stored history stays the same. */
-export async function financialScenario(app: AppContext, label: string, prefix: string): Promise<ScenarioResult> {
+async function financialScenario(app: AppContext, label: string, prefix: string): Promise<ScenarioResult> {
   const customerIds = new Map((await app.db('customers').select('id', 'customer_ref')).map((row) => [row.customer_ref as string, row.id as string]));
   const result: ScenarioResult = { label, batch: [], floor: [], records: [], phases: [], cpu: [], roundTrips: 0, alerts: [], heapGrowthMb: 0, afterGc: [], stallMs: 0 };
   for (let run = 0; run < WARMUP + RUNS + HEAP_RUNS; run++) {
@@ -221,7 +221,7 @@ export async function financialScenario(app: AppContext, label: string, prefix: 
 }
 
 /** Rows of stored history per customer, straight into the table: `count` within the 30-day window, or older. */
-export async function seedHistory(db: Knex, perCustomer: number, older: boolean): Promise<void> {
+async function seedHistory(db: Knex, perCustomer: number, older: boolean): Promise<void> {
   const age = older ? `interval '31 days' + random() * interval '700 days'` : `random() * interval '30 days'`;
   await db.raw(
     `insert into financial_transactions (id, transaction_ref, customer_id, customer_ref, event_slug, amount, currency, io_type, event_date,
@@ -237,7 +237,7 @@ export async function seedHistory(db: Knex, perCustomer: number, older: boolean)
   await db.raw('vacuum analyze financial_transactions');
 }
 
-export async function useRules(app: AppContext, count: number): Promise<number> {
+async function useRules(app: AppContext, count: number): Promise<number> {
   const rules = count === 0 ? [] : await benchmarkRules(count);
   await loadRules(app.db, rules, system, { deactivateMissing: true });
   // The rule cache is dropped by a NOTIFY; wait until this process has the new set.
@@ -302,7 +302,7 @@ async function httpScenario(app: AppContext): Promise<{ warden: number[]; echo: 
 }
 
 /** Customer batches of 1000 with screening over the generated list, alternating with their floor. */
-export async function customerScenario(app: AppContext, names: string[]): Promise<ScenarioResult> {
+async function customerScenario(app: AppContext, names: string[]): Promise<ScenarioResult> {
   const result: ScenarioResult = { label: 'customers', batch: [], floor: [], records: [], phases: [], cpu: [], roundTrips: 0, alerts: [], heapGrowthMb: 0, afterGc: [], stallMs: 0 };
   const runs = Math.max(5, Math.ceil(RUNS / 2));
   for (let run = 0; run < runs + 1; run++) {

@@ -5,8 +5,9 @@
  * (text with tabs, backslashes and quotes, numerics, dates, times, booleans, jsonb, text[]).
  */
 import test from 'ava';
+import { randomUUID } from 'node:crypto';
 import { announce, CHANNELS } from '../../src/db/notifications.ts';
-import { COPY_FROM_LOGS } from '../../src/modules/records/sql.ts';
+import { COPY_FROM_LOGS, upsertRowsWithLogs } from '../../src/modules/records/sql.ts';
 import { replaceSource } from '../../src/modules/screening/sanctions/store.ts';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { defineEvents, hoursAgo } from '../helpers/fixtures.ts';
@@ -143,4 +144,37 @@ test.serial('a large batch\'s logs name the stored records: guessed from the bat
   const customerLogs = await app.database.knex('customers as c').join('execution_logs as l', 'l.id', 'c.log_id').whereIn('c.customer_ref', customerRefs).select('c.id', 'l.record_id');
   t.is(customerLogs.length, LARGE);
   t.true(customerLogs.every((row) => row.id === row.record_id));
+});
+
+test.serial('two large writes of one table in one transaction each upsert their own rows (the staging table is emptied between them)', async (t) => {
+  const knex = app.database.knex;
+  await knex.raw(`create table staged_probe (id uuid primary key, ref text unique, log_id uuid, value text, created_by text, updated_by text, updated_at timestamptz)`);
+  try {
+    const columns = { id: 'uuid', ref: 'text', log_id: 'uuid', value: 'text', created_by: 'text', updated_by: 'text' };
+    const rowsOf = (prefix: string) => Array.from({ length: LARGE }, (_, index) => ({ id: randomUUID(), ref: `${prefix}-${index}`, log_id: randomUUID(), value: prefix, created_by: 't', updated_by: 't' }));
+    const logsOf = (rows: Array<Record<string, unknown>>) => ({
+      count: rows.length,
+      build: (start: number, end: number) =>
+        rows.slice(start, end).map((row) => ({
+          id: row.log_id as string, target: 'financial' as const, recordRef: row.ref as string, score: 0, decision: 'ACCEPT',
+          matchedRules: '[]', ruleVersions: '{}', ruleErrors: '[]', dataContext: '{}', durationUs: 1, actor: 'probe',
+        })),
+    });
+    const first = rowsOf('first');
+    const second = rowsOf('second');
+    await knex.transaction(async (trx) => {
+      await upsertRowsWithLogs(trx, 'staged_probe', 'ref', columns, first, logsOf(first));
+      // Without emptying the staging table, the second write would upsert the first rows again, undoing this.
+      await trx('staged_probe').where({ value: 'first' }).update({ value: 'changed' });
+      const stored = await upsertRowsWithLogs(trx, 'staged_probe', 'ref', columns, second, logsOf(second));
+      t.is(stored.length, LARGE);
+      t.true(stored.every((row, index) => row.id === second[index]!.id && row.inserted));
+    });
+    t.is(Number((await knex('staged_probe').count('* as n').first())!.n), 2 * LARGE);
+    t.is(Number((await knex('staged_probe').where({ value: 'changed' }).count('* as n').first())!.n), LARGE);
+    t.is(Number((await knex('execution_logs').where({ actor: 'probe' }).count('* as n').first())!.n), 2 * LARGE);
+  } finally {
+    await knex.raw('drop table staged_probe');
+    await knex('execution_logs').where({ actor: 'probe' }).delete();
+  }
 });

@@ -49,7 +49,12 @@ interface PreparedUpsert {
   copy: string;
   /** The upsert of the staged rows, in key order. */
   fromStaging: string;
+  /** Empties the staging table before a second write to the table in one transaction (commit empties it otherwise). */
+  emptyStaging: string;
 }
+
+/** The tables each open transaction has staged rows for: a second write must not upsert the first one's rows again. */
+const stagedIn = new WeakMap<Knex, Set<string>>();
 
 const preparedUpserts = new Map<string, PreparedUpsert>();
 
@@ -91,11 +96,10 @@ function upsertStatements(table: string, conflictColumn: string, columns: Column
     staging,
     createStaging: `create temporary table if not exists ${identifier(staging)} (like ${identifier(table)} including defaults) on commit delete rows`,
     copy: `copy ${identifier(staging)} (${list}) from stdin`,
-    // Moved out of the staging table (left empty for another write in the same transaction), in key
-    // order, so concurrent batches sharing keys lock them in the same order and cannot deadlock.
-    fromStaging: `with staged as (delete from ${identifier(staging)} returning ${list})
-       insert into ${identifier(table)} (${list}) select ${list} from staged
+    // In key order, so concurrent batches sharing keys lock them in the same order and cannot deadlock.
+    fromStaging: `insert into ${identifier(table)} (${list}) select ${list} from ${identifier(staging)}
        order by coalesce(${identifier(conflictColumn)}::text, id::text) ${conflict} ${returning}`,
+    emptyStaging: `truncate ${identifier(staging)}`,
   };
   preparedUpserts.set(key, prepared);
   return prepared;
@@ -233,6 +237,10 @@ export async function upsertRowsWithLogs(
         // id where the caller knew it (BatchPlan.storedId), so the logs need not wait for the
         // upsert's ids; where it answers another (a record stored meanwhile), the log is corrected.
         await connection.query(statements.createStaging as never);
+        const staged = stagedIn.get(trx) ?? new Set<string>();
+        stagedIn.set(trx, staged);
+        if (staged.has(table)) await connection.query(statements.emptyStaging as never);
+        staged.add(table);
         const rowCopy = connection.query(copyFrom(statements.copy) as never) as unknown as Writable;
         const rowsCopied = finished(rowCopy);
         // Awaited once every slice is written; a failure must not count as unhandled meanwhile.
