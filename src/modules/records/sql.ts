@@ -135,6 +135,11 @@ export function copyText(value: string): string {
   return /[\\\t\n\r]/.test(value) ? value.replace(/[\\\t\n\r]/g, (character) => COPY_ESCAPES[character]!) : value;
 }
 
+/** JSON text in COPY's text format: JSON holds no raw tab, newline or carriage return (it escapes them), only backslashes to double. */
+function jsonCopyText(json: string): string {
+  return json.includes('\\') ? json.replaceAll('\\', '\\\\') : json;
+}
+
 /** A text[] in PostgreSQL's array syntax: every element quoted, quotes and backslashes escaped. */
 function arrayLiteral(values: unknown[]): string {
   return `{${values.map((value) => (value === null || value === undefined ? 'NULL' : `"${String(value).replace(/["\\]/g, '\\$&')}"`)).join(',')}}`;
@@ -145,14 +150,7 @@ const PLAIN_TYPES = new Set(['uuid', 'numeric', 'smallint', 'integer', 'boolean'
 
 /** How one column's value is written in COPY's text format. */
 function columnEncoder(type: string): (value: unknown) => string {
-  if (type === 'jsonb') {
-    // JSON text holds no raw tab or newline (JSON escapes them), only backslashes to double.
-    return (value) => {
-      if (value === null || value === undefined) return '\\N';
-      const json = JSON.stringify(value);
-      return json.includes('\\') ? json.replace(/\\/g, '\\\\') : json;
-    };
-  }
+  if (type === 'jsonb') return (value) => (value === null || value === undefined ? '\\N' : jsonCopyText(JSON.stringify(value)));
   if (type.endsWith('[]')) return (value) => (value === null || value === undefined ? '\\N' : copyText(arrayLiteral(value as unknown[])));
   if (PLAIN_TYPES.has(type)) return (value) => (value === null || value === undefined ? '\\N' : value instanceof Date ? value.toISOString() : String(value));
   return (value) => (value === null || value === undefined ? '\\N' : copyText(value instanceof Date ? value.toISOString() : String(value)));
@@ -178,11 +176,11 @@ class LogLines {
   head(log: ExecutionLogEntry): string {
     if (log.ruleVersions !== this.versions) {
       this.versions = log.ruleVersions;
-      this.escapedVersions = copyText(log.ruleVersions);
+      this.escapedVersions = jsonCopyText(log.ruleVersions);
     }
     return (
       `${log.id}\t${log.target}\t${log.recordRef === null ? '\\N' : copyText(log.recordRef)}\t${log.score}\t${log.decision}\t` +
-      `${copyText(log.matchedRules)}\t${this.escapedVersions}\t${copyText(log.ruleErrors)}\t${copyText(log.dataContext)}\t` +
+      `${jsonCopyText(log.matchedRules)}\t${this.escapedVersions}\t${jsonCopyText(log.ruleErrors)}\t${jsonCopyText(log.dataContext)}\t` +
       `${log.durationUs}\t${copyText(log.actor)}\t`
     );
   }

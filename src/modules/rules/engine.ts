@@ -86,7 +86,7 @@ export class ExecutionLogWriter {
       decision: evaluation.decision,
       matchedRules: this.matched(evaluation.matched),
       ruleVersions: versions,
-      ruleErrors: JSON.stringify(evaluation.errors),
+      ruleErrors: evaluation.errors.length === 0 ? '[]' : JSON.stringify(evaluation.errors),
       dataContext: this.context(input),
       durationUs: evaluation.duration_us,
       actor: this.actor,
