@@ -451,7 +451,7 @@ export async function benchIngest(): Promise<void> {
         'the alerts and two statements for the staff notifications, when any record raises one); COMMIT. A batch of up to 32 scored records writes its records and logs in one statement. ' +
         'Events and rules come from the NOTIFY-invalidated caches; the reads and the upserts are named prepared statements. ' +
         `Alerts raised per batch: ${median(main.alerts)} of 1000 records (these rules over this history flag every record), so the alerts' ` +
-        `statement writes 1000 alert rows and extends the cases of ${CUSTOMERS} customers in every batch: the "alerts and commit" phase. ` +
+        `COPY writes 1000 alert rows and extends the cases of ${CUSTOMERS} customers in every batch: the "alerts and commit" phase. ` +
         `Peak heap growth during a batch started from a forced full GC: ${ms(main.heapGrowthMb)} MB (budget 50 MB; ${HEAP_RUNS} such batches, ` +
         `taking ${main.afterGc.map(ms).join(' and ')} ms, not in the medians above). Longest event-loop stall during a batch: ` +
         `${ms(main.stallMs)} ms server side, ${ms(overHttp.stallMs)} ms over HTTP (a /healthz arriving then waits at most that long; budget 50 ms).`,
