@@ -260,12 +260,13 @@ export async function upsertRowsWithLogs(
         const recordOfLog = new Map<string, string>();
         for (const row of rows) if (row.log_id) recordOfLog.set(row.log_id as string, row.id as string);
         const lines = new LogLines();
-        const chunks: string[] = [];
+        // Encoded to bytes here, while PostgreSQL runs the upsert, not on the COPY's critical path.
+        const chunks: Buffer[] = [];
         for (let start = 0; start < logs.count; start += LOGS_PER_TURN) {
           await nextTurn();
           let chunk = '';
           for (const log of logs.build(start, Math.min(logs.count, start + LOGS_PER_TURN))) chunk += `${lines.head(log)}${recordOfLog.get(log.id)!}\n`;
-          chunks.push(chunk);
+          chunks.push(Buffer.from(chunk));
         }
         trace?.mark('write: logs built while the records are upserted');
         const results = (await upserting).rows;
