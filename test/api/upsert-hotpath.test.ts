@@ -6,6 +6,7 @@
 import test from 'ava';
 import { randomUUID } from 'node:crypto';
 import { COPY_FROM_LOGS } from '../../src/modules/records/sql.ts';
+import { COPY_FROM_ALERTS } from '../../src/modules/cases/alerts.ts';
 import { buildDecisionContext } from '../../src/modules/rules/evaluate.ts';
 import { computeAggregates, type AggregateItem } from '../../src/modules/transaction/aggregates.ts';
 import { random } from '../../bench/random.ts';
@@ -96,7 +97,7 @@ test.serial('a large batch COPYs its alerts: one per REVIEW or REJECT record, re
   t.is(response.status, 200);
   const results = response.body.data.results as Array<{ id: string; log_id: string; transaction_ref: string; decision: string; score: number }>;
   const alerted = results.filter((result) => result.decision !== 'ACCEPT');
-  t.true(alerted.length > COPY_FROM_LOGS, 'enough alerts for the COPY path');
+  t.true(alerted.length > COPY_FROM_ALERTS, 'enough alerts for the COPY path');
   const alerts = await app.database.knex('alerts as a').join('customers as c', 'c.id', 'a.customer_id').whereIn('a.record_id', results.map((result) => result.id)).select('a.*', 'c.customer_ref');
   t.is(alerts.length, alerted.length);
   const byRecord = new Map(alerts.map((alert) => [alert.record_id as string, alert]));

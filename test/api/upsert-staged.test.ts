@@ -9,10 +9,14 @@ import { randomUUID } from 'node:crypto';
 import { announce, CHANNELS } from '../../src/db/notifications.ts';
 import { COPY_FROM_LOGS, upsertRowsWithLogs } from '../../src/modules/records/sql.ts';
 import { replaceSource } from '../../src/modules/screening/sanctions/store.ts';
+import { upsertCustomers } from '../../src/modules/customer/service.ts';
+import { BatchTrace } from '../../src/modules/records/trace.ts';
+import { FINANCIAL, upsertTransactions } from '../../src/modules/transaction/service.ts';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { defineEvents, hoursAgo } from '../helpers/fixtures.ts';
 
 const LARGE = COPY_FROM_LOGS + 8;
+const ACTOR = { type: 'system', id: 'test' } as const;
 const SMALL = 8;
 // One clock for both batches: the records must be the same, times included.
 const eventDates = Array.from({ length: 64 }, (_, index) => hoursAgo(0.5 + index / 100));
@@ -132,15 +136,26 @@ test.serial('a large batch\'s logs name the stored records: guessed from the bat
   const logs = await app.database.knex('execution_logs').whereIn('id', results.map((result) => result.log_id)).select('id', 'record_id');
   const recordOf = new Map(logs.map((log) => [log.id as string, log.record_id as string]));
   for (const result of results) t.is(recordOf.get(result.log_id), result.id);
+  // The same through the service with a trace: a ref stored under a customer the batch does not
+  // read is guessed wrong, and corrected by its own statement.
+  await app.request('POST', '/api/customer/upsert/', { token, json: [{ customer_ref: 'st-3' }] });
+  const elsewhere = await upsertTransactions(app.context, FINANCIAL, [{ ...financial('elsewhere-0', 0), customer_ref: 'st-3' }], ACTOR);
+  const traced = new BatchTrace();
+  const corrected = await upsertTransactions(app.context, FINANCIAL, refs.map((ref, index) => financial(index === 0 ? 'elsewhere-0' : `${ref}-again`, index)), ACTOR, Date.now(), traced);
+  t.true('write: logs of records stored meanwhile corrected' in traced.phases);
+  t.is(corrected[0]!.id, elsewhere[0]!.id);
+  t.is((await app.database.knex('execution_logs').where({ id: corrected[0]!.log_id }).first())?.record_id, elsewhere[0]!.id);
 
-  // Customers re-sent in a large batch keep their ids, and their logs name them.
+  // Customers re-sent in a large batch keep their ids, and their logs name them; the batch's read
+  // guessed every id right, so nothing needed correcting.
   const customerRefs = Array.from({ length: LARGE }, (_, index) => `cs-large-${index}`);
   const before = await app.database.knex('customers').whereIn('customer_ref', customerRefs).select('customer_ref', 'id');
-  const again = await app.request('POST', '/api/customer/upsert/', { token, json: customerRefs.map((ref, index) => customer(ref, index)) });
-  const resent = again.body.data.results as Array<{ customer_ref: string; id: string; action: string }>;
+  const customerTrace = new BatchTrace();
+  const resent = await upsertCustomers(app.context, customerRefs.map((ref, index) => customer(ref, index)), ACTOR, customerTrace);
+  t.false('write: logs of records stored meanwhile corrected' in customerTrace.phases);
   t.true(resent.every((result) => result.action === 'updated'));
   const idOf = new Map(before.map((row) => [row.customer_ref as string, row.id as string]));
-  for (const result of resent) t.is(idOf.get(result.customer_ref), result.id as string | undefined);
+  for (const result of resent) t.is(idOf.get(result.customer_ref!), result.id as string | undefined);
   const customerLogs = await app.database.knex('customers as c').join('execution_logs as l', 'l.id', 'c.log_id').whereIn('c.customer_ref', customerRefs).select('c.id', 'l.record_id');
   t.is(customerLogs.length, LARGE);
   t.true(customerLogs.every((row) => row.id === row.record_id));
@@ -176,5 +191,42 @@ test.serial('two large writes of one table in one transaction each upsert their 
   } finally {
     await knex.raw('drop table staged_probe');
     await knex('execution_logs').where({ actor: 'probe' }).delete();
+  }
+});
+
+test.serial('a large write whose COPY PostgreSQL refuses mid-stream reports PostgreSQL\'s error, writes nothing and leaves the connection usable', async (t) => {
+  const knex = app.database.knex;
+  await knex.raw(`create table staged_fail (id uuid primary key, ref text unique, log_id uuid, value text, created_by text, updated_by text, updated_at timestamptz)`);
+  try {
+    const columns = { id: 'uuid', ref: 'text', log_id: 'uuid', value: 'text', created_by: 'text', updated_by: 'text' };
+    const rows = Array.from({ length: 600 }, (_, index) => ({ id: index === 400 ? 'not-a-uuid' : randomUUID(), ref: `f-${index}`, log_id: randomUUID(), value: 'v', created_by: 't', updated_by: 't' }));
+    const logs = {
+      count: rows.length,
+      build: (start: number, end: number) =>
+        rows.slice(start, end).map((row) => ({
+          id: row.log_id, target: 'financial' as const, recordRef: row.ref, score: 0, decision: 'ACCEPT',
+          matchedRules: '[]', ruleVersions: '{}', ruleErrors: '[]', dataContext: '{}', durationUs: 1, actor: 'fail-probe',
+        })),
+    };
+    const error = await t.throwsAsync(upsertRowsWithLogs(knex, 'staged_fail', 'ref', columns, rows, logs));
+    t.is((error as { code?: string }).code, '22P02', String(error));
+    t.is(Number((await knex('staged_fail').count('* as n').first())!.n), 0);
+    t.is(Number((await knex('execution_logs').where({ actor: 'fail-probe' }).count('* as n').first())!.n), 0);
+
+    // A value the encoder cannot write (its text throws): the COPY is abandoned, not left hanging.
+    const throwing = rows.map((row, index) => ({ ...row, id: randomUUID(), value: index === 400 ? { toString: () => { throw new Error('unwritable'); } } : 'v' }));
+    const thrown = await t.throwsAsync(Promise.race([
+      upsertRowsWithLogs(knex, 'staged_fail', 'ref', columns, throwing, logs),
+      new Promise((_, reject) => setTimeout(() => reject(new Error('hung')), 10_000)),
+    ]));
+    t.is(thrown?.message, 'unwritable');
+    t.is(Number((await knex('staged_fail').count('* as n').first())!.n), 0);
+    // Every pooled connection still answers.
+    await Promise.all(Array.from({ length: 4 }, () => knex.raw('select 1')));
+    const written = await upsertRowsWithLogs(knex, 'staged_fail', 'ref', columns, rows.map((row) => ({ ...row, id: randomUUID() })), logs);
+    t.is(written.length, rows.length);
+  } finally {
+    await knex.raw('drop table staged_fail');
+    await knex('execution_logs').where({ actor: 'fail-probe' }).delete();
   }
 });

@@ -4,7 +4,7 @@ import type { Actor } from '../../actor.ts';
 import { runBatch, sentText, skippedResult, type BatchPlan, type ValidRecord } from '../records/batch.ts';
 import type { BatchTrace } from '../records/trace.ts';
 import { withoutNulls, type Action } from '../records/results.ts';
-import { columnsOf } from '../records/sql.ts';
+import { columnsOf, COPY_FROM_LOGS } from '../records/sql.ts';
 import type { CustomerScreening, ScreeningSubject } from '../screening/service.ts';
 import { customerFields } from './schemas.ts';
 
@@ -64,11 +64,15 @@ function customerPlan(app: AppContext): BatchPlan<Accepted, CustomerResult> {
       skippedResult('customer_ref', ref, { sanction_score: null, sanction_topic: [], ip_address_score: null, email_risk_score: null }, warnings, error),
 
     prefetch(inputs, trace) {
+      // Only a large batch's logs use the ids (records/sql.ts); a small one learns them from its one statement.
+      if (inputs.length <= COPY_FROM_LOGS) return;
       // Refs as validation will read them (trimmed text, numbers as text); one that fails validation is not stored anyway.
       const refs = inputs.flatMap((input) => sentText(input.customer_ref) ?? []);
-      prefetched = queryPrepared<{ customer_ref: string; id: string }>(app.db, 'warden_customer_ids', STORED_IDS, [refs]).then((rows) => new Map(rows.map((row) => [row.customer_ref, row.id])));
-      // Awaited by accept; a failure must not count as unhandled meanwhile.
-      prefetched.catch(() => {});
+      // Only a guess: a failed read leaves the logs to be corrected after the upsert.
+      prefetched = queryPrepared<{ customer_ref: string; id: string }>(app.db, 'warden_customer_ids', STORED_IDS, [refs]).then(
+        (rows) => new Map(rows.map((row) => [row.customer_ref, row.id])),
+        () => new Map(),
+      );
       if (trace) trace.roundTrips += 1;
     },
 

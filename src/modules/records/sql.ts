@@ -1,5 +1,5 @@
-import type { Writable } from 'node:stream';
-import { finished } from 'node:stream/promises';
+import { Readable, type Writable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
 import type { Knex } from 'knex';
 import { from as copyFrom } from 'pg-copy-streams';
 import { setImmediate as nextTurn } from 'node:timers/promises';
@@ -43,18 +43,13 @@ interface PreparedUpsert {
   withLogs: string;
   /** The staging table of a large batch: a temporary table shaped like the table, emptied at commit. */
   staging: string;
-  /** Creates the staging table on a connection where it does not exist yet. */
+  /** Creates the staging table on a connection where it does not exist yet, and empties it. */
   createStaging: string;
   /** COPY of the rows into the staging table. */
   copy: string;
   /** The upsert of the staged rows, in key order. */
   fromStaging: string;
-  /** Empties the staging table before a second write to the table in one transaction (commit empties it otherwise). */
-  emptyStaging: string;
 }
-
-/** The tables each open transaction has staged rows for: a second write must not upsert the first one's rows again. */
-const stagedIn = new WeakMap<Knex, Set<string>>();
 
 const preparedUpserts = new Map<string, PreparedUpsert>();
 
@@ -80,11 +75,14 @@ function upsertStatements(table: string, conflictColumn: string, columns: Column
     .map((name) => `${identifier(name)} = excluded.${identifier(name)}`)
     .concat(['"updated_at" = now()'])
     .join(', ');
+  // Both paths upsert in key order, byte-wise (collation "C", whatever the database's collation),
+  // so concurrent batches sharing keys lock them in the same order and cannot deadlock.
+  const keyOrder = (source: string) => `order by coalesce(${source}${identifier(conflictColumn)}::text, ${source}id::text) collate "C"`;
   const returning = `returning id, log_id, coalesce(${identifier(conflictColumn)}::text, id::text) as key, (xmax = 0) as inserted`;
   const conflict = `on conflict (${identifier(conflictColumn)}) do update set ${updates}`;
   // json, not jsonb, for the parameters: jsonb would parse every document of the batch into its
   // binary form first; json_to_recordset parses only the columns typed jsonb in the table.
-  const upsert = `insert into ${identifier(table)} (${list}) select ${list} from json_to_recordset($1::json) as r(${recordset}) ${conflict} ${returning}`;
+  const upsert = `insert into ${identifier(table)} (${list}) select ${list} from json_to_recordset($1::json) as r(${recordset}) ${keyOrder('r.')} ${conflict} ${returning}`;
   const staging = `warden_staged_${table}`;
   const prepared = {
     name: `warden_upsert_${preparedUpserts.size}_${table}`,
@@ -94,12 +92,11 @@ function upsertStatements(table: string, conflictColumn: string, columns: Column
      )
      select id, log_id, key, inserted from upserted`,
     staging,
-    createStaging: `create temporary table if not exists ${identifier(staging)} (like ${identifier(table)} including defaults) on commit delete rows`,
+    // Emptied too: commit empties it, but a caller's transaction may write the table twice.
+    createStaging: `create temporary table if not exists ${identifier(staging)} (like ${identifier(table)} including defaults) on commit delete rows;
+       delete from ${identifier(staging)}`,
     copy: `copy ${identifier(staging)} (${list}) from stdin`,
-    // In key order, so concurrent batches sharing keys lock them in the same order and cannot deadlock.
-    fromStaging: `insert into ${identifier(table)} (${list}) select ${list} from ${identifier(staging)}
-       order by coalesce(${identifier(conflictColumn)}::text, id::text) ${conflict} ${returning}`,
-    emptyStaging: `truncate ${identifier(staging)}`,
+    fromStaging: `insert into ${identifier(table)} (${list}) select ${list} from ${identifier(staging)} ${keyOrder('')} ${conflict} ${returning}`,
   };
   preparedUpserts.set(key, prepared);
   return prepared;
@@ -141,7 +138,7 @@ function jsonCopyText(json: string): string {
 }
 
 /** A text[] in PostgreSQL's array syntax: every element quoted, quotes and backslashes escaped. */
-function arrayLiteral(values: unknown[]): string {
+export function arrayLiteral(values: unknown[]): string {
   return `{${values.map((value) => (value === null || value === undefined ? 'NULL' : `"${String(value).replace(/["\\]/g, '\\$&')}"`)).join(',')}}`;
 }
 
@@ -194,10 +191,12 @@ type Stored = { id: string; log_id: string | null; key: string; inserted: boolea
  * record's stored id; one statement is atomic by itself, so no BEGIN/COMMIT round trips. Larger
  * batches COPY the records into a staging table and upsert them from there in one statement,
  * build the logs meanwhile (in slices, giving the event loop a turn between them), then COPY the
- * logs with the ids that came back, all in one transaction (the caller's when `db` is one: further set-based inserts of the
- * batch, such as its alerts, go in the same transaction). Rows must carry `log_id`; each log's id
- * is its row's log_id. Rows are written in key order, so concurrent batches sharing keys lock them
- * in the same order and cannot deadlock; results come back in the order given.
+ * logs naming each record by its row's id, corrected where the upsert kept another, all in one
+ * transaction (the caller's when `db` is one: further set-based inserts of the batch, such as its
+ * alerts, go in the same transaction). Rows must carry `id` (the stored id when known) and
+ * `log_id`; each log's id is its row's log_id. Both paths upsert in key order, so concurrent
+ * batches sharing keys lock them in the same order and cannot deadlock; results come back in the
+ * order given.
  */
 export async function upsertRowsWithLogs(
   db: Knex,
@@ -213,14 +212,13 @@ export async function upsertRowsWithLogs(
   // Rows without a conflict key (non-financial events sent without a ref) are always new: known by the id made for them.
   const keyOf = (row: Record<string, unknown>) => String(row[conflictColumn] ?? row.id);
   const keys = rows.map(keyOf);
-  const order = rows.map((_, position) => position).sort((a, b) => (keys[a]! < keys[b]! ? -1 : keys[a]! > keys[b]! ? 1 : 0));
   const statements = upsertStatements(table, conflictColumn, columns, keep);
 
   // knex has no named statements or COPY: both run on its connection (the transaction's, inside one).
   let stored: Stored[];
   if (logs.count <= COPY_FROM_LOGS) {
     stored = await onConnection(db, async (connection) => {
-      const values = [JSON.stringify(order.map((position) => rows[position])), `[${logs.build(0, logs.count).map(logJson).join(',')}]`];
+      const values = [JSON.stringify(rows), `[${logs.build(0, logs.count).map(logJson).join(',')}]`];
       const result = (await connection.query({ name: `${statements.name}_logged`, text: statements.withLogs, values } as never)) as { rows: Stored[] };
       return result.rows;
     });
@@ -235,23 +233,18 @@ export async function upsertRowsWithLogs(
         // id where the caller knew it (BatchPlan.storedId), so the logs need not wait for the
         // upsert's ids; where it answers another (a record stored meanwhile), the log is corrected.
         await connection.query(statements.createStaging as never);
-        const staged = stagedIn.get(trx) ?? new Set<string>();
-        stagedIn.set(trx, staged);
-        if (staged.has(table)) await connection.query(statements.emptyStaging as never);
-        staged.add(table);
-        const rowCopy = connection.query(copyFrom(statements.copy) as never) as unknown as Writable;
-        const rowsCopied = finished(rowCopy);
-        // Awaited once every slice is written; a failure must not count as unhandled meanwhile.
-        rowsCopied.catch(() => {});
         const encode = rowEncoder(columns);
-        for (let start = 0; start < rows.length; start += ROWS_PER_TURN) {
-          if (start > 0) await nextTurn();
-          let chunk = '';
-          for (let index = start; index < Math.min(rows.length, start + ROWS_PER_TURN); index++) chunk += encode(rows[order[index]!]!);
-          rowCopy.write(chunk);
+        // pipeline, not bare writes: a failure on either side ends the COPY (CopyFail when this
+        // side throws) and reports PostgreSQL's own error, so the transaction can roll back.
+        async function* rowSlices(): AsyncGenerator<string> {
+          for (let start = 0; start < rows.length; start += ROWS_PER_TURN) {
+            if (start > 0) await nextTurn();
+            let chunk = '';
+            for (let index = start; index < Math.min(rows.length, start + ROWS_PER_TURN); index++) chunk += encode(rows[index]!);
+            yield chunk;
+          }
         }
-        rowCopy.end();
-        await rowsCopied;
+        await pipeline(Readable.from(rowSlices()), connection.query(copyFrom(statements.copy) as never) as unknown as Writable);
         const upserting = connection.query({ name: `${statements.name}_staged`, text: statements.fromStaging } as never) as unknown as Promise<{ rows: Stored[] }>;
         // Awaited after the logs are built; a failure must not count as unhandled meanwhile.
         upserting.catch(() => {});
@@ -271,10 +264,7 @@ export async function upsertRowsWithLogs(
         trace?.mark('write: logs built while the records are upserted');
         const results = (await upserting).rows;
         trace?.mark('write: records upserted (rest of the wait)');
-        const logCopy = connection.query(copyFrom(LOG_COPY) as never) as unknown as Writable;
-        for (const chunk of chunks) logCopy.write(chunk);
-        logCopy.end();
-        await finished(logCopy);
+        await pipeline(Readable.from(chunks), connection.query(copyFrom(LOG_COPY) as never) as unknown as Writable);
         trace?.mark('write: COPY of the logs');
         const corrections = results.filter((row) => row.log_id !== null && recordOfLog.get(row.log_id) !== row.id);
         if (corrections.length > 0) {
