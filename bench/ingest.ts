@@ -171,8 +171,18 @@ interface ScenarioResult {
   stallMs: number;
 }
 
+/**
+ * Every scenario starts from the same state: the set-up before it (10,000 to 200,000 history rows,
+ * a 100,000-entry list) leaves dirty pages that PostgreSQL would otherwise write out during the
+ * scenario's first batches, against whichever of batch or floor happened to run then.
+ */
+async function settle(db: Knex): Promise<void> {
+  await db.raw('checkpoint');
+}
+
 /** Alternates scored batches with their floor; removes what each pair wrote so the stored history stays the same. */
 async function financialScenario(app: AppContext, label: string, prefix: string): Promise<ScenarioResult> {
+  await settle(app.db);
   const customerIds = new Map((await app.db('customers').select('id', 'customer_ref')).map((row) => [row.customer_ref as string, row.id as string]));
   const result: ScenarioResult = { label, batch: [], floor: [], records: [], phases: [], cpu: [], roundTrips: 0, alerts: [], heapGrowthMb: 0, afterGc: [], stallMs: 0 };
   for (let run = 0; run < WARMUP + RUNS + HEAP_RUNS; run++) {
@@ -251,6 +261,7 @@ async function useRules(app: AppContext, count: number): Promise<number> {
 
 /** A 1000-record batch over HTTP to Warden, against a bare Koa echo of the same body. */
 async function httpScenario(app: AppContext): Promise<{ warden: number[]; echo: number[]; floor: number[]; stallMs: number }> {
+  await settle(app.db);
   const { credential } = await createCredential(app.db, { client: 'Bench', allowedIps: ['*'] }, system);
   const { token } = await app.tokens.issue('merchant', credential.id, 3600);
   const warden = http.createServer(createApp(app).callback());
@@ -303,6 +314,7 @@ async function httpScenario(app: AppContext): Promise<{ warden: number[]; echo: 
 
 /** Customer batches of 1000 with screening over the generated list, alternating with their floor. */
 async function customerScenario(app: AppContext, names: string[]): Promise<ScenarioResult> {
+  await settle(app.db);
   const result: ScenarioResult = { label: 'customers', batch: [], floor: [], records: [], phases: [], cpu: [], roundTrips: 0, alerts: [], heapGrowthMb: 0, afterGc: [], stallMs: 0 };
   const runs = Math.max(5, Math.ceil(RUNS / 2));
   for (let run = 0; run < runs + 1; run++) {
