@@ -92,7 +92,7 @@ function sameValue(a: unknown, b: unknown): boolean {
   const left = comparable(a);
   const right = comparable(b);
   if (typeof left === 'string' && typeof right === 'string' && /^-?\d+(\.\d+)?$/.test(left) && /^-?\d+(\.\d+)?$/.test(right)) return Number(left) === Number(right);
-  if (left instanceof Date || typeof left === 'string') {
+  if (typeof left === 'string') {
     const [l, r] = [Date.parse(String(left)), Date.parse(String(right))];
     if (/T\d{2}:/.test(String(left)) && !Number.isNaN(l) && l === r) return true;
   }

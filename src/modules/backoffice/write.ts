@@ -118,7 +118,6 @@ function sameValue(a: unknown, b: unknown): boolean {
   const right = comparable(b);
   if (typeof left === 'object' || typeof right === 'object') return JSON.stringify(left) === JSON.stringify(right);
   if (typeof left === 'string' && typeof right === 'number') return Number(left) === right;
-  if (left instanceof Date || right instanceof Date) return String(left) === String(right);
   // decimals come back from PostgreSQL as strings with their scale: 10 and "10.00" are equal
   if (typeof left === 'string' && typeof right === 'string' && /^-?\d+(\.\d+)?$/.test(left) && /^-?\d+(\.\d+)?$/.test(right)) return Number(left) === Number(right);
   if (typeof left === 'string' && typeof right === 'string' && !Number.isNaN(Date.parse(left)) && /T\d{2}:/.test(right)) return Date.parse(left) === Date.parse(right);

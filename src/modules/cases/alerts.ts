@@ -1,10 +1,7 @@
-import { Readable } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
 import type { Knex } from 'knex';
-import { from as copyFrom } from 'pg-copy-streams';
 import type { Config } from '../../config.ts';
 import { onConnection } from '../../db/knex.ts';
-import { arrayLiteral, copyText } from '../records/sql.ts';
+import { copyIn, rowEncoder } from '../records/sql.ts';
 import type { EvaluationResult } from '../rules/evaluate.ts';
 import { notifyCaseAlerts } from '../notifications/raise.ts';
 
@@ -49,17 +46,16 @@ interface AlertRow {
 }
 
 /**
- * The open case of each customer opened or extended (priority the highest score seen, alert
- * count added). Customers are upserted in id order, so two batches sharing customers lock their
- * cases in the same order and cannot deadlock.
+ * The open case of each customer of `alerts` (rows with customer_id and score) opened or extended:
+ * priority the highest score seen, alert count added. Customers are upserted in id order, so two
+ * batches sharing customers lock their cases in the same order and cannot deadlock.
  */
-const openCases = (source: string) => `
+const openCases = (alerts: string) => `
   insert into cases (customer_id, priority, alert_count)
-  select customer_id, priority, alerts from ${source} order by customer_id
+  select customer_id, max(score), count(*)::int from ${alerts} group by customer_id order by customer_id
   on conflict (customer_id) where status <> 'closed'
   do update set priority = greatest(cases.priority, excluded.priority), alert_count = cases.alert_count + excluded.alert_count, updated_at = now()
   returning id, customer_id`;
-const OPEN_CASES = openCases('json_to_recordset(?::json) as r(customer_id uuid, priority numeric, alerts integer)');
 
 /** Above this many alerts they go by COPY: the alerts of a 1000-record batch took 30 ms as one json_to_recordset insert, 21 by COPY. */
 export const COPY_FROM_ALERTS = 32;
@@ -69,14 +65,21 @@ const RAISE = `
   with input as (
     select * from json_to_recordset(?::json) as r(target text, record_id uuid, record_ref text, customer_id uuid, log_id uuid, kind text,
       score numeric, decision text, rule_codes text[])
-  ), per_customer as (
-    select customer_id, max(score) as priority, count(*)::int as alerts from input group by customer_id
-  ), opened as (${openCases('per_customer')})
+  ), opened as (${openCases('input')})
   insert into alerts (case_id, customer_id, target, record_id, record_ref, log_id, kind, score, decision, rule_codes)
   select o.id, i.customer_id, i.target, i.record_id, i.record_ref, i.log_id, i.kind, i.score, i.decision, i.rule_codes
   from input i join opened o on o.customer_id = i.customer_id`;
 
-const ALERT_COPY = 'copy alerts (case_id, customer_id, target, record_id, record_ref, log_id, kind, score, decision, rule_codes) from stdin';
+/** A large batch's cases, from its alerts' customers and scores. */
+const OPEN_CASES = openCases('json_to_recordset(?::json) as r(customer_id uuid, score numeric)');
+
+/** The columns a large batch COPYs its alerts into, with their types for the COPY text. */
+const ALERT_COLUMNS = {
+  case_id: 'uuid', customer_id: 'uuid', target: 'text', record_id: 'uuid', record_ref: 'text',
+  log_id: 'uuid', kind: 'text', score: 'numeric', decision: 'text', rule_codes: 'text[]',
+};
+const ALERT_COPY = `copy alerts (${Object.keys(ALERT_COLUMNS).join(', ')}) from stdin`;
+const alertLine = rowEncoder(ALERT_COLUMNS);
 
 /**
  * Raises the alerts of one batch inside the batch's transaction. A few alerts go in one
@@ -108,23 +111,13 @@ export async function raiseAlerts(trx: Knex.Transaction, records: readonly Score
 }
 
 async function copyAlerts(trx: Knex.Transaction, alerts: AlertRow[]): Promise<void> {
-  const perCustomer = new Map<string, { customer_id: string; priority: number; alerts: number }>();
-  for (const alert of alerts) {
-    const known = perCustomer.get(alert.customer_id);
-    if (known) {
-      known.priority = Math.max(known.priority, alert.score);
-      known.alerts++;
-    } else perCustomer.set(alert.customer_id, { customer_id: alert.customer_id, priority: alert.score, alerts: 1 });
-  }
-  const opened = (await trx.raw(OPEN_CASES, [JSON.stringify([...perCustomer.values()])])) as { rows: Array<{ id: string; customer_id: string }> };
+  const opened = (await trx.raw(OPEN_CASES, [JSON.stringify(alerts.map(({ customer_id, score }) => ({ customer_id, score })))])) as {
+    rows: Array<{ id: string; customer_id: string }>;
+  };
   const caseOf = new Map(opened.rows.map((row) => [row.customer_id, row.id]));
   let text = '';
-  for (const alert of alerts) {
-    text +=
-      `${caseOf.get(alert.customer_id)!}\t${alert.customer_id}\t${alert.target}\t${alert.record_id}\t${alert.record_ref === null ? '\\N' : copyText(alert.record_ref)}\t` +
-      `${alert.log_id}\t${alert.kind}\t${alert.score}\t${alert.decision}\t${copyText(arrayLiteral(alert.rule_codes))}\n`;
-  }
-  await onConnection(trx, (connection) => pipeline(Readable.from([text]), connection.query(copyFrom(ALERT_COPY) as never) as NodeJS.WritableStream));
+  for (const alert of alerts) text += alertLine({ ...alert, case_id: caseOf.get(alert.customer_id) });
+  await onConnection(trx, (connection) => copyIn(connection, ALERT_COPY, [text]));
 }
 
 export function alertSettings(config: Config): AlertSettings {

@@ -3,7 +3,7 @@ import { pipeline } from 'node:stream/promises';
 import type { Knex } from 'knex';
 import { from as copyFrom } from 'pg-copy-streams';
 import { setImmediate as nextTurn } from 'node:timers/promises';
-import { onConnection } from '../../db/knex.ts';
+import { onConnection, type Connection } from '../../db/knex.ts';
 import type { ExecutionLogEntry } from '../rules/engine.ts';
 import type { BatchTrace } from './trace.ts';
 import type { FieldTable, FieldType } from './fields.ts';
@@ -41,9 +41,7 @@ interface PreparedUpsert {
   name: string;
   /** The upsert with the execution logs joined in as a second CTE (small batches). */
   withLogs: string;
-  /** The staging table of a large batch: a temporary table shaped like the table, emptied at commit. */
-  staging: string;
-  /** Creates the staging table on a connection where it does not exist yet, and empties it. */
+  /** Creates the staging table (a temporary table shaped like the table, emptied at commit) on a connection where it does not exist yet, and empties it. */
   createStaging: string;
   /** COPY of the rows into the staging table. */
   copy: string;
@@ -91,7 +89,6 @@ function upsertStatements(table: string, conflictColumn: string, columns: Column
        from json_to_recordset($2::json) as l(${LOG_RECORDSET}) join upserted u on u.log_id = l.id
      )
      select id, log_id, key, inserted from upserted`,
-    staging,
     // Emptied too: commit empties it, but a caller's transaction may write the table twice.
     createStaging: `create temporary table if not exists ${identifier(staging)} (like ${identifier(table)} including defaults) on commit delete rows;
        delete from ${identifier(staging)}`,
@@ -106,7 +103,7 @@ function upsertStatements(table: string, conflictColumn: string, columns: Column
 export const COPY_FROM_LOGS = 32;
 
 /** Rows of a large batch serialised between two turns of the event loop. */
-export const ROWS_PER_TURN = 250;
+const ROWS_PER_TURN = 250;
 
 /** Execution logs built between two turns of the event loop, so a large batch never holds the thread for long. */
 const LOGS_PER_TURN = 100;
@@ -145,32 +142,44 @@ export function arrayLiteral(values: unknown[]): string {
 /** Column types whose text never holds a tab, newline, carriage return or backslash (values the service made or validated). */
 const PLAIN_TYPES = new Set(['uuid', 'numeric', 'smallint', 'integer', 'boolean', 'date', 'timestamptz']);
 
-/** How one column's value is written in COPY's text format. */
-function columnEncoder(type: string): (value: unknown) => string {
-  if (type === 'jsonb') return (value) => (value === null || value === undefined ? '\\N' : jsonCopyText(JSON.stringify(value)));
-  if (type.endsWith('[]')) return (value) => (value === null || value === undefined ? '\\N' : copyText(arrayLiteral(value as unknown[])));
-  if (PLAIN_TYPES.has(type)) return (value) => (value === null || value === undefined ? '\\N' : value instanceof Date ? value.toISOString() : String(value));
-  return (value) => (value === null || value === undefined ? '\\N' : copyText(value instanceof Date ? value.toISOString() : String(value)));
+/** How one column's non-null value is written in COPY's text format. */
+function valueEncoder(type: string): (value: unknown) => string {
+  if (type === 'jsonb') return (value) => jsonCopyText(JSON.stringify(value));
+  if (type.endsWith('[]')) return (value) => copyText(arrayLiteral(value as unknown[]));
+  const text = (value: unknown) => (value instanceof Date ? value.toISOString() : String(value));
+  return PLAIN_TYPES.has(type) ? text : (value) => copyText(text(value));
 }
 
 /** The COPY line of a row, by column (what json_to_recordset made of the row's JSON before). */
-function rowEncoder(columns: ColumnTypes): (row: Record<string, unknown>) => string {
+export function rowEncoder(columns: ColumnTypes): (row: Record<string, unknown>) => string {
   const names = Object.keys(columns);
-  const encoders = names.map((name) => columnEncoder(columns[name]!));
+  const encoders = names.map((name) => valueEncoder(columns[name]!));
   return (row) => {
-    let line = encoders[0]!(row[names[0]!]);
-    for (let index = 1; index < names.length; index++) line += `\t${encoders[index]!(row[names[index]!])}`;
+    let line = '';
+    for (let index = 0; index < names.length; index++) {
+      const value = row[names[index]!];
+      line += `${index === 0 ? '' : '\t'}${value === null || value === undefined ? '\\N' : encoders[index]!(value)}`;
+    }
     return `${line}\n`;
   };
 }
 
-/** A log's COPY line up to its record id, which is known once the records are written. */
+/**
+ * Sends `chunks` of COPY text to `statement` (a COPY ... FROM STDIN) on the connection. Through
+ * pipeline, not bare writes: a failure on either side ends the COPY (CopyFail when this side
+ * throws) and reports PostgreSQL's own error, so the transaction can roll back.
+ */
+export function copyIn(connection: Connection, statement: string, chunks: Iterable<string | Buffer> | AsyncIterable<string | Buffer>): Promise<void> {
+  return pipeline(Readable.from(chunks), connection.query(copyFrom(statement) as never) as unknown as Writable);
+}
+
+/** The COPY lines of a batch's logs. */
 class LogLines {
   // Every log of a batch shares its rule-version map (per target and event): escaped once.
   private versions = '';
   private escapedVersions = '';
 
-  head(log: ExecutionLogEntry): string {
+  line(log: ExecutionLogEntry, recordId: string): string {
     if (log.ruleVersions !== this.versions) {
       this.versions = log.ruleVersions;
       this.escapedVersions = jsonCopyText(log.ruleVersions);
@@ -178,7 +187,7 @@ class LogLines {
     return (
       `${log.id}\t${log.target}\t${log.recordRef === null ? '\\N' : copyText(log.recordRef)}\t${log.score}\t${log.decision}\t` +
       `${jsonCopyText(log.matchedRules)}\t${this.escapedVersions}\t${jsonCopyText(log.ruleErrors)}\t${jsonCopyText(log.dataContext)}\t` +
-      `${log.durationUs}\t${copyText(log.actor)}\t`
+      `${log.durationUs}\t${copyText(log.actor)}\t${recordId}\n`
     );
   }
 }
@@ -234,8 +243,6 @@ export async function upsertRowsWithLogs(
         // upsert's ids; where it answers another (a record stored meanwhile), the log is corrected.
         await connection.query(statements.createStaging as never);
         const encode = rowEncoder(columns);
-        // pipeline, not bare writes: a failure on either side ends the COPY (CopyFail when this
-        // side throws) and reports PostgreSQL's own error, so the transaction can roll back.
         async function* rowSlices(): AsyncGenerator<string> {
           for (let start = 0; start < rows.length; start += ROWS_PER_TURN) {
             if (start > 0) await nextTurn();
@@ -244,7 +251,7 @@ export async function upsertRowsWithLogs(
             yield chunk;
           }
         }
-        await pipeline(Readable.from(rowSlices()), connection.query(copyFrom(statements.copy) as never) as unknown as Writable);
+        await copyIn(connection, statements.copy, rowSlices());
         const upserting = connection.query({ name: `${statements.name}_staged`, text: statements.fromStaging } as never) as unknown as Promise<{ rows: Stored[] }>;
         // Awaited after the logs are built; a failure must not count as unhandled meanwhile.
         upserting.catch(() => {});
@@ -258,13 +265,13 @@ export async function upsertRowsWithLogs(
         for (let start = 0; start < logs.count; start += LOGS_PER_TURN) {
           await nextTurn();
           let chunk = '';
-          for (const log of logs.build(start, Math.min(logs.count, start + LOGS_PER_TURN))) chunk += `${lines.head(log)}${recordOfLog.get(log.id)!}\n`;
+          for (const log of logs.build(start, Math.min(logs.count, start + LOGS_PER_TURN))) chunk += lines.line(log, recordOfLog.get(log.id)!);
           chunks.push(Buffer.from(chunk));
         }
         trace?.mark('write: logs built while the records are upserted');
         const results = (await upserting).rows;
         trace?.mark('write: records upserted (rest of the wait)');
-        await pipeline(Readable.from(chunks), connection.query(copyFrom(LOG_COPY) as never) as unknown as Writable);
+        await copyIn(connection, LOG_COPY, chunks);
         trace?.mark('write: COPY of the logs');
         const corrections = results.filter((row) => row.log_id !== null && recordOfLog.get(row.log_id) !== row.id);
         if (corrections.length > 0) {
