@@ -149,6 +149,19 @@ test('the threshold and limit shape the report; the score is the best candidate 
   t.is(one.matches[0]!.score, one.score);
 });
 
+test('among equally good names the one listed first wins, at the candidate cut-off and at the report limit', (t) => {
+  // More names of equal rank than are fully scored (64): two spellings as common as each other,
+  // listed alternately, so that the index (which numbers names by their tokens) holds them apart.
+  const listed = Array.from({ length: 200 }, (_, i) => (i % 2 ? entry(`near-${(i - 1) / 2}`, 'Ivan Petrof') : entry(`same-${i / 2}`, 'Ivan Petrov')));
+  const many = SanctionsIndex.build(listed);
+  const firstTen = many.screen({ name: 'Ivan Petrov' });
+  t.deepEqual(firstTen.matches.map((match) => match.source_id), Array.from({ length: 10 }, (_, i) => `same-${i}`));
+  // The first 64 listed are scored: 32 of each spelling; the exact ones report first.
+  const scored = many.screen({ name: 'Ivan Petrov' }, { limit: 100, minScore: 0 });
+  const ids = scored.matches.map((match) => match.source_id);
+  t.deepEqual(ids, [...Array.from({ length: 32 }, (_, i) => `same-${i}`), ...Array.from({ length: 32 }, (_, i) => `near-${i}`)]);
+});
+
 test('a person is not screened against companies or ships, nor a company against people', (t) => {
   t.is(index.screen({ name: 'Blue Heron 7' }).score, 100);
   t.is(index.screen({ name: 'Blue Heron 7', schema: 'person' }).score, 0);

@@ -197,17 +197,56 @@ function birthAgreement(query: string | null, entryDates: readonly string[]): { 
   return { agreement: 'mismatch', adjustment: closest === 1 ? -NEAR_YEAR_PENALTY : -OTHER_YEAR_PENALTY };
 }
 
-function nationalityAgreement(query: string | null, entryNationalities: readonly string[]): { agreement: Agreement; adjustment: number } {
-  // Values the importers could not turn into a code ("former Soviet Union") neither confirm nor contradict.
-  const codes = entryNationalities.filter((value) => /^[A-Z]{3}$/.test(value));
+/** An entry's nationalities that are country codes: values the importers could not turn into a code ("former Soviet Union") neither confirm nor contradict. */
+function nationalityCodes(entryNationalities: readonly string[]): readonly string[] {
+  return entryNationalities.filter((value) => /^[A-Z]{3}$/.test(value));
+}
+
+function nationalityAgreement(query: string | null, codes: readonly string[]): { agreement: Agreement; adjustment: number } {
   if (query === null || codes.length === 0) return { agreement: 'unknown', adjustment: 0 };
   return codes.includes(query)
     ? { agreement: 'match', adjustment: SAME_NATIONALITY_BONUS }
     : { agreement: 'mismatch', adjustment: -OTHER_NATIONALITY_PENALTY };
 }
 
+function swap(names: Int32Array, ranks: Float64Array, i: number, j: number): void {
+  const name = names[i]!;
+  names[i] = names[j]!;
+  names[j] = name;
+  const rank = ranks[i]!;
+  ranks[i] = ranks[j]!;
+  ranks[j] = rank;
+}
+
 function round3(value: number): number {
   return Math.round(value * 1000) / 1000;
+}
+
+/**
+ * The order in which names are numbered: names sharing their most common token next to each
+ * other (then their second most common), so that the narrowing, which walks a query token's
+ * postings in name order and adds to each name's running total, reads neighbouring memory for
+ * the long postings of common name parts instead of one cache line per name. Measured on the
+ * bench's 100,000 generated entries: the narrowing about 15 % faster.
+ */
+function clusteredOrder(nameTokens: number[][], tokenCount: number): Int32Array {
+  const frequency = new Int32Array(tokenCount);
+  for (const tokens of nameTokens) for (const token of tokens) frequency[token]!++;
+  const byFrequency = Int32Array.from({ length: tokenCount }, (_, token) => token).sort((a, b) => frequency[b]! - frequency[a]! || a - b);
+  const commonness = new Int32Array(tokenCount);
+  byFrequency.forEach((token, position) => (commonness[token] = position));
+  // Per name: the positions of its two most common tokens, as one sortable number.
+  const key = Float64Array.from(nameTokens, (tokens) => {
+    let first = tokenCount;
+    let second = tokenCount;
+    for (const token of tokens) {
+      const position = commonness[token]!;
+      if (position < first) [first, second] = [position, first];
+      else if (position < second) second = position;
+    }
+    return first * (tokenCount + 1) + second;
+  });
+  return Int32Array.from({ length: nameTokens.length }, (_, name) => name).sort((a, b) => key[a]! - key[b]! || a - b);
 }
 
 /**
@@ -237,8 +276,26 @@ export class SanctionsIndex {
   private readonly touched: Int32Array;
   /** Per name: its entry's schema code, so the narrowing need not look entries up. */
   private readonly nameSchema: Uint8Array;
+  /** The narrowing's heap of the best names so far. */
+  private readonly heapNames = new Int32Array(CANDIDATES_SCORED);
+  private readonly heapRanks = new Float64Array(CANDIDATES_SCORED);
   private candidateBest = new Float64Array(16);
   private candidateHeard = new Uint8Array(16);
+  /** What `scoreName` measured besides the score it returns. */
+  private scoredSimilarity = 0;
+  private scoredPhonetic = 0;
+  /** Per entry: the query that last met it (a counter) and its slot in that query's candidates. */
+  private readonly entryStamp: Int32Array;
+  private readonly entrySlot: Int32Array;
+  private entryStampNow = 0;
+  /** Per entry, filled as entries are first reported on: its nationalities that are country codes. */
+  private readonly entryCodes: Array<readonly string[] | undefined>;
+  /** Per candidate slot of the current query: its entry, best name of that entry and the name's scores. */
+  private readonly slotEntry = new Int32Array(CANDIDATES_SCORED);
+  private readonly slotName = new Int32Array(CANDIDATES_SCORED);
+  private readonly slotSimilarity = new Float64Array(CANDIDATES_SCORED);
+  private readonly slotPhonetic = new Float64Array(CANDIDATES_SCORED);
+  private readonly slotScore = new Float64Array(CANDIDATES_SCORED);
 
   private constructor(private readonly data: PlainSanctionsIndex) {
     this.keyIds = new Map(data.keyText.map((key, id) => [key, id]));
@@ -249,6 +306,9 @@ export class SanctionsIndex {
     for (let name = 0; name < names; name++) this.nameState[name * 2 + 1] = data.nameWeight[name]!;
     this.touched = new Int32Array(names);
     this.nameSchema = Uint8Array.from(data.nameEntry, (entry) => SCHEMA_CODES[data.entries[entry]!.schema]);
+    this.entryStamp = new Int32Array(data.entries.length);
+    this.entrySlot = new Int32Array(data.entries.length);
+    this.entryCodes = new Array(data.entries.length);
   }
 
   get size(): number {
@@ -290,10 +350,9 @@ export class SanctionsIndex {
       return id;
     };
 
-    const nameEntry: number[] = [];
-    const nameAlias: number[] = [];
-    const nameTokenStart: number[] = [0];
-    const nameTokens: number[] = [];
+    const listedEntry: number[] = [];
+    const listedAlias: number[] = [];
+    const listedTokens: number[][] = [];
     entries.forEach((entry, entryIndex) => {
       const seen = new Set<string>();
       [entry.name, ...entry.aliases].forEach((name, position) => {
@@ -301,12 +360,21 @@ export class SanctionsIndex {
         const signature = tokens.join(' ');
         if (tokens.length === 0 || seen.has(signature)) return;
         seen.add(signature);
-        nameEntry.push(entryIndex);
-        nameAlias.push(position - 1);
-        for (const token of tokens) nameTokens.push(tokenId(token));
-        nameTokenStart.push(nameTokens.length);
+        listedEntry.push(entryIndex);
+        listedAlias.push(position - 1);
+        listedTokens.push(tokens.map(tokenId));
       });
     });
+    const nameEntry: number[] = [];
+    const nameAlias: number[] = [];
+    const nameTokenStart: number[] = [0];
+    const nameTokens: number[] = [];
+    for (const listed of clusteredOrder(listedTokens, tokenText.length)) {
+      nameEntry.push(listedEntry[listed]!);
+      nameAlias.push(listedAlias[listed]!);
+      nameTokens.push(...listedTokens[listed]!);
+      nameTokenStart.push(nameTokens.length);
+    }
 
     const nameCount = nameEntry.length;
     const keyCount = keyText.length;
@@ -375,28 +443,41 @@ export class SanctionsIndex {
     if (queryTokens.length === 0) return { score: 0, topics: [], matches: [] };
 
     const candidates = this.narrow(queryTokens, query.schema ? SCHEMA_CODES[query.schema] : 0);
-    const bestPerEntry = new Map<number, EntryCandidate>();
+    // Each entry's best-scoring name, in the order entries were first met (that order breaks ties).
+    const stamp = ++this.entryStampNow;
+    const { entryStamp, entrySlot, slotEntry, slotName, slotSimilarity, slotPhonetic, slotScore } = this;
+    let slots = 0;
     for (const name of candidates) {
-      const scored = this.scoreName(queryTokens, name);
+      const nameScore = this.scoreName(queryTokens, name);
       const entry = this.data.nameEntry[name]!;
-      const previous = bestPerEntry.get(entry);
-      if (!previous || scored.nameScore > previous.nameScore) bestPerEntry.set(entry, { entry, name, ...scored });
+      let slot = entrySlot[entry]!;
+      if (entryStamp[entry] !== stamp) {
+        entryStamp[entry] = stamp;
+        slot = entrySlot[entry] = slots++;
+      } else if (nameScore <= slotScore[slot]!) continue;
+      slotEntry[slot] = entry;
+      slotName[slot] = name;
+      slotSimilarity[slot] = this.scoredSimilarity;
+      slotPhonetic[slot] = this.scoredPhonetic;
+      slotScore[slot] = nameScore;
     }
 
     const birthDate = query.birthDate ? (/^\d{4}(?:-\d{2}-\d{2})?/.exec(query.birthDate.trim())?.[0] ?? null) : null;
     const nationality = query.nationality ? countryToAlpha3(query.nationality) : null;
-    const byNameScore = [...bestPerEntry.values()].sort((a, b) => b.nameScore - a.nameScore);
+    const byNameScore = Array.from({ length: slots }, (_, slot) => slot).sort((a, b) => slotScore[b]! - slotScore[a]!);
     const adjusted: { candidate: EntryCandidate; entry: IndexedEntry; birth: Agreement; country: Agreement; score: number }[] = [];
     let best = 0;
-    for (const candidate of byNameScore) {
+    for (const slot of byNameScore) {
+      const nameScore = slotScore[slot]!;
       // Entries are cold in memory: stop reading them once no bonus could lift a name to either bar.
-      const reachable = Math.round(candidate.nameScore + MAX_BONUS);
+      const reachable = Math.round(nameScore + MAX_BONUS);
       if (reachable < minScore && reachable <= best) break;
-      const entry = this.data.entries[candidate.entry]!;
+      const entry = this.data.entries[slotEntry[slot]!]!;
       const birth = birthAgreement(birthDate, entry.birth_dates);
-      const country = nationalityAgreement(nationality, entry.nationalities);
-      const score = Math.max(0, Math.min(100, Math.round(candidate.nameScore + birth.adjustment + country.adjustment)));
+      const country = nationalityAgreement(nationality, (this.entryCodes[slotEntry[slot]!] ??= nationalityCodes(entry.nationalities)));
+      const score = Math.max(0, Math.min(100, Math.round(nameScore + birth.adjustment + country.adjustment)));
       best = Math.max(best, score);
+      const candidate = { entry: slotEntry[slot]!, name: slotName[slot]!, similarity: slotSimilarity[slot]!, phonetic: slotPhonetic[slot]!, nameScore };
       adjusted.push({ candidate, entry, birth: birth.agreement, country: country.agreement, score });
     }
     adjusted.sort((a, b) => b.score - a.score || b.candidate.similarity - a.candidate.similarity);
@@ -485,32 +566,61 @@ export class SanctionsIndex {
       }
     }
 
-    const bestNames = new Int32Array(CANDIDATES_SCORED);
-    const bestRanks = new Float64Array(CANDIDATES_SCORED);
+    // The best names so far in a min-heap (its root the worst kept), so that the many names that
+    // still enter while it fills cost a few steps each.
+    const heapNames = this.heapNames;
+    const heapRanks = this.heapRanks;
     let kept = 0;
-    let lowestKept = -1;
+    const worse = (i: number, j: number) =>
+      heapRanks[i]! < heapRanks[j]! || (heapRanks[i] === heapRanks[j] && this.listedBefore(heapNames[j]!, heapNames[i]!));
     for (let i = 0; i < touchedCount; i++) {
       const name = touched[i]!;
       const weight = state[name * 2]!;
       state[name * 2] = 0;
       const rank = weight / (queryWeight + state[name * 2 + 1]!);
-      if (rank <= lowestKept) continue;
+      if (kept === CANDIDATES_SCORED && (rank < heapRanks[0]! || (rank === heapRanks[0] && !this.listedBefore(name, heapNames[0]!)))) continue;
       const entrySchema = nameSchema[name]!;
       if (schema !== 0 && entrySchema !== 0 && entrySchema !== schema) continue;
-      let position = kept < CANDIDATES_SCORED ? kept++ : kept - 1;
-      while (position > 0 && bestRanks[position - 1]! < rank) {
-        bestRanks[position] = bestRanks[position - 1]!;
-        bestNames[position] = bestNames[position - 1]!;
-        position--;
+      let at: number;
+      if (kept < CANDIDATES_SCORED) {
+        // Sift up from the new leaf.
+        at = kept++;
+        heapNames[at] = name;
+        heapRanks[at] = rank;
+        while (at > 0) {
+          const parent = (at - 1) >> 1;
+          if (!worse(at, parent)) break;
+          swap(heapNames, heapRanks, at, parent);
+          at = parent;
+        }
+      } else {
+        // Replace the root and sift down.
+        heapNames[0] = name;
+        heapRanks[0] = rank;
+        at = 0;
+        for (;;) {
+          const left = at * 2 + 1;
+          if (left >= kept) break;
+          const right = left + 1;
+          const child = right < kept && worse(right, left) ? right : left;
+          if (!worse(child, at)) break;
+          swap(heapNames, heapRanks, at, child);
+          at = child;
+        }
       }
-      bestRanks[position] = rank;
-      bestNames[position] = name;
-      if (kept === CANDIDATES_SCORED) lowestKept = bestRanks[kept - 1]!;
     }
-    return Array.from(bestNames.subarray(0, kept));
+    const order = Array.from({ length: kept }, (_, i) => i).sort((i, j) => (worse(j, i) ? -1 : worse(i, j) ? 1 : 0));
+    return order.map((i) => heapNames[i]!);
   }
 
-  private scoreName(queryTokens: QueryToken[], name: number): Omit<EntryCandidate, 'entry' | 'name'> {
+  /** Whether name `a` comes before name `b` in the list (entry, then its name before its aliases in order): equal ranks go to the one listed first. */
+  private listedBefore(a: number, b: number): boolean {
+    const { nameEntry, nameAlias } = this.data;
+    return nameEntry[a]! < nameEntry[b]! || (nameEntry[a] === nameEntry[b] && nameAlias[a]! < nameAlias[b]!);
+  }
+
+  /** The name's score (0-100 before birth date and nationality); its similarity and phonetic parts are left in `scoredSimilarity` and `scoredPhonetic`. */
+  private scoreName(queryTokens: QueryToken[], name: number): number {
     const { nameTokenStart, nameTokens, tokenText, tokenKeys, tokenWeight } = this.data;
     const start = nameTokenStart[name]!;
     const end = nameTokenStart[name + 1]!;
@@ -562,6 +672,8 @@ export class SanctionsIndex {
     const totalWeight = queryWeight + candidateWeight;
     const similarity = (querySimilarity + candidateSimilarity) / totalWeight;
     const phonetic = (queryPhonetic + candidatePhonetic) / totalWeight;
-    return { similarity, phonetic, nameScore: 100 * (NAME_WEIGHT * similarity + PHONETIC_WEIGHT * phonetic) };
+    this.scoredSimilarity = similarity;
+    this.scoredPhonetic = phonetic;
+    return 100 * (NAME_WEIGHT * similarity + PHONETIC_WEIGHT * phonetic);
   }
 }
