@@ -15,6 +15,7 @@ import * as live from './20261123_0013_live.ts';
 import * as ai from './20261123_0014_ai.ts';
 import * as aiDelegationState from './20261124_0017_ai_delegation_state.ts';
 import * as hotpathWrite from './20261127_0018_hotpath_write.ts';
+import * as alertWrite from './20261127_0019_alert_write.ts';
 
 type Migration = { up(knex: Knex): Promise<void>; down(knex: Knex): Promise<void> };
 
@@ -36,6 +37,7 @@ const migrations: [string, Migration][] = [
   ['20261123_0014_ai', ai],
   ['20261124_0017_ai_delegation_state', aiDelegationState],
   ['20261127_0018_hotpath_write', hotpathWrite],
+  ['20261127_0019_alert_write', alertWrite],
 ];
 
 export const migrationSource: Knex.MigrationSource<[string, Migration]> = {

@@ -104,8 +104,8 @@ test('start-up checks name the registration and the field that does not exist', 
   t.regex((await t.throwsAsync(AdminSite.bind(database.knex, badInline)))!.message, /customer\.customer: inline engine\.alert has no column "nope"/);
 
   // A database foreign key that the registration neither relates nor marks plain.
-  const unrelated = REGISTRATIONS.map((registration) => (registration.model === 'alert' ? { ...registration, fields: { ...registration.fields, case_id: {} } } : registration));
-  t.regex((await t.throwsAsync(AdminSite.bind(database.knex, unrelated)))!.message, /engine\.alert: column "case_id" references cases/);
+  const unrelated = REGISTRATIONS.map((registration) => (registration.model === 'compliancedecision' ? { ...registration, fields: { ...registration.fields, case_id: {} } } : registration));
+  t.regex((await t.throwsAsync(AdminSite.bind(database.knex, unrelated)))!.message, /engine\.compliancedecision: column "case_id" references cases/);
 
   const unregistered = REGISTRATIONS.filter((registration) => registration.model !== 'event');
   t.regex((await t.throwsAsync(AdminSite.bind(database.knex, unregistered)))!.message, /relates to engine\.event, which is not registered/);
