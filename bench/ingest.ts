@@ -118,8 +118,8 @@ async function floor(
       if (!withLogs) return;
       const logs = (stored.rows as Array<{ id: string }>).map((row, position) => ({ id: randomUUID(), record_id: row.id, score: 0, decision: 'ACCEPT', matched_rules: matched[position] ?? [] }));
       await trx.raw(
-        `insert into execution_logs (id, target, record_id, score, decision, matched_rules, rule_versions, data_context, duration_us, actor)
-         select id, 'floor', record_id, score, decision, matched_rules, '{}', '{}', 0, 'floor'
+        `insert into execution_logs (id, target, record_id, score, decision, matched_rules, data_context, duration_us, actor)
+         select id, 'floor', record_id, score, decision, matched_rules, '{}', 0, 'floor'
          from json_to_recordset(?::json) as l(id uuid, record_id uuid, score numeric, decision text, matched_rules json)`,
         [JSON.stringify(logs)],
       );
@@ -134,7 +134,7 @@ async function floor(
     build: (start: number, end: number) =>
       stagedRows.slice(start, end).map((row, offset) => ({
         id: row.log_id, target, recordRef: row[conflict] as string, score: 0, decision: 'ACCEPT', matchedRules: JSON.stringify(matched[start + offset] ?? []),
-        ruleVersions: '{}', ruleErrors: '[]', dataContext: '{}', durationUs: 0, actor: 'floor',
+        ruleVersionSet: null, ruleErrors: '[]', dataContext: '{}', durationUs: 0, actor: 'floor',
       })),
   };
   const started = performance.now();

@@ -462,7 +462,7 @@ test('detail: the modules\' detail blocks ride along (data_context of an executi
   const context = { transaction: { amount: 2500, currency: 'EUR' }, customer: { customer_ref: 'cus-1' }, aggregates: { count_24h: 3 }, event: { slug: 'payment' } };
   const [log] = await app.database.knex('execution_logs').insert({
     id: randomUUID(), target: 'financial', record_id: newestEventId, record_ref: 'tx-0249', score: 49, decision: 'REVIEW', matched_rules: '[]',
-    rule_versions: '{}', data_context: JSON.stringify(context), duration_us: 120, actor: 't',
+    data_context: JSON.stringify(context), duration_us: 120, actor: 't',
   }).returning('id');
   const detail = await app.request('GET', `${DATA}engine/executionlog/${log.id}/`, { token: adminToken });
   t.is(detail.status, 200);

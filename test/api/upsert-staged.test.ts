@@ -172,7 +172,7 @@ test.serial('two large writes of one table in one transaction each upsert their 
       build: (start: number, end: number) =>
         rows.slice(start, end).map((row) => ({
           id: row.log_id as string, target: 'financial' as const, recordRef: row.ref as string, score: 0, decision: 'ACCEPT',
-          matchedRules: '[]', ruleVersions: '{}', ruleErrors: '[]', dataContext: '{}', durationUs: 1, actor: 'probe',
+          matchedRules: '[]', ruleVersionSet: null, ruleErrors: '[]', dataContext: '{}', durationUs: 1, actor: 'probe',
         })),
     });
     const first = rowsOf('first');
@@ -205,7 +205,7 @@ test.serial('a large write whose COPY PostgreSQL refuses mid-stream reports Post
       build: (start: number, end: number) =>
         rows.slice(start, end).map((row) => ({
           id: row.log_id, target: 'financial' as const, recordRef: row.ref, score: 0, decision: 'ACCEPT',
-          matchedRules: '[]', ruleVersions: '{}', ruleErrors: '[]', dataContext: '{}', durationUs: 1, actor: 'fail-probe',
+          matchedRules: '[]', ruleVersionSet: null, ruleErrors: '[]', dataContext: '{}', durationUs: 1, actor: 'fail-probe',
         })),
     };
     const error = await t.throwsAsync(upsertRowsWithLogs(knex, 'staged_fail', 'ref', columns, rows, logs));

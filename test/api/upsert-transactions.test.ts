@@ -64,7 +64,9 @@ test('a single financial object is created, scored, logged; resending it updates
   t.deepEqual(Object.keys(log.data_context).sort(), ['aggregates', 'customer', 'event', 'transaction']);
   t.is(log.data_context.transaction.merchant_tier, 'gold');
   t.is(log.data_context.event.slug, 'deposit');
-  t.is(log.rule_versions.LARGE_AMOUNT, 1);
+  // The versions of the rules that ran, stored once for every log that names them.
+  const versions = await app.database.knex('rule_version_sets').where({ id: log.rule_version_set }).first();
+  t.is(versions.versions.LARGE_AMOUNT, 1);
 
   const stored = await app.database.knex('financial_transactions').where({ id: result.id }).first();
   t.is(stored.amount, '7500.00');

@@ -146,7 +146,7 @@ export async function applyDecision(app: Pick<AppContext, 'backoffice' | 'jobs'>
     if (decision.input.score !== null) updates.score = decision.input.score;
     if (changed) {
       // The ruling joins the record's execution history, with the context the rules saw for the record.
-      const previous = current.log_id ? ((await trx('execution_logs').where({ id: current.log_id }).first('data_context', 'rule_versions')) as Row | undefined) : undefined;
+      const previous = current.log_id ? ((await trx('execution_logs').where({ id: current.log_id }).first('data_context', 'rule_version_set')) as Row | undefined) : undefined;
       const logId = randomUUID();
       await trx('execution_logs').insert({
         id: logId,
@@ -156,7 +156,7 @@ export async function applyDecision(app: Pick<AppContext, 'backoffice' | 'jobs'>
         score: newScore ?? 0,
         decision: decision.input.decision,
         matched_rules: '[]',
-        rule_versions: JSON.stringify(previous?.rule_versions ?? {}),
+        rule_version_set: previous?.rule_version_set ?? null,
         rule_errors: '[]',
         data_context: JSON.stringify(previous?.data_context ?? { transaction: {}, customer: {}, aggregates: {}, event: {} }),
         duration_us: 0,

@@ -51,9 +51,9 @@ interface PreparedUpsert {
 
 const preparedUpserts = new Map<string, PreparedUpsert>();
 
-const LOG_COLUMNS = 'id, target, record_ref, score, decision, matched_rules, rule_versions, rule_errors, data_context, duration_us, actor';
+const LOG_COLUMNS = 'id, target, record_ref, score, decision, matched_rules, rule_version_set, rule_errors, data_context, duration_us, actor';
 const LOG_RECORDSET =
-  'id uuid, target text, record_ref text, score numeric, decision text, matched_rules json, rule_versions json, rule_errors json, data_context json, duration_us integer, actor text';
+  'id uuid, target text, record_ref text, score numeric, decision text, matched_rules json, rule_version_set text, rule_errors json, data_context json, duration_us integer, actor text';
 const LOG_COPY = `copy execution_logs (${LOG_COLUMNS}, record_id) from stdin`;
 
 /**
@@ -117,7 +117,7 @@ export interface LogSource {
 function logJson(log: ExecutionLogEntry): string {
   return (
     `{"id":"${log.id}","target":"${log.target}","record_ref":${JSON.stringify(log.recordRef)},"score":${log.score},"decision":"${log.decision}",` +
-    `"matched_rules":${log.matchedRules},"rule_versions":${log.ruleVersions},"rule_errors":${log.ruleErrors},"data_context":${log.dataContext},` +
+    `"matched_rules":${log.matchedRules},"rule_version_set":${log.ruleVersionSet === null ? 'null' : `"${log.ruleVersionSet}"`},"rule_errors":${log.ruleErrors},"data_context":${log.dataContext},` +
     `"duration_us":${log.durationUs},"actor":${JSON.stringify(log.actor)}}`
   );
 }
@@ -173,23 +173,13 @@ export function copyIn(connection: Connection, statement: string, chunks: Iterab
   return pipeline(Readable.from(chunks), connection.query(copyFrom(statement) as never) as unknown as Writable);
 }
 
-/** The COPY lines of a batch's logs. */
-class LogLines {
-  // Every log of a batch shares its rule-version map (per target and event): escaped once.
-  private versions = '';
-  private escapedVersions = '';
-
-  line(log: ExecutionLogEntry, recordId: string): string {
-    if (log.ruleVersions !== this.versions) {
-      this.versions = log.ruleVersions;
-      this.escapedVersions = jsonCopyText(log.ruleVersions);
-    }
-    return (
-      `${log.id}\t${log.target}\t${log.recordRef === null ? '\\N' : copyText(log.recordRef)}\t${log.score}\t${log.decision}\t` +
-      `${jsonCopyText(log.matchedRules)}\t${this.escapedVersions}\t${jsonCopyText(log.ruleErrors)}\t${jsonCopyText(log.dataContext)}\t` +
-      `${log.durationUs}\t${copyText(log.actor)}\t${recordId}\n`
-    );
-  }
+/** The COPY line of a log (a set id is hex, needing no escapes). */
+function logLine(log: ExecutionLogEntry, recordId: string): string {
+  return (
+    `${log.id}\t${log.target}\t${log.recordRef === null ? '\\N' : copyText(log.recordRef)}\t${log.score}\t${log.decision}\t` +
+    `${jsonCopyText(log.matchedRules)}\t${log.ruleVersionSet ?? '\\N'}\t${jsonCopyText(log.ruleErrors)}\t${jsonCopyText(log.dataContext)}\t` +
+    `${log.durationUs}\t${copyText(log.actor)}\t${recordId}\n`
+  );
 }
 
 type Stored = { id: string; log_id: string | null; key: string; inserted: boolean };
@@ -259,13 +249,12 @@ export async function upsertRowsWithLogs(
 
         const recordOfLog = new Map<string, string>();
         for (const row of rows) if (row.log_id) recordOfLog.set(row.log_id as string, row.id as string);
-        const lines = new LogLines();
         // Encoded to bytes here, while PostgreSQL runs the upsert, not on the COPY's critical path.
         const chunks: Buffer[] = [];
         for (let start = 0; start < logs.count; start += LOGS_PER_TURN) {
           await nextTurn();
           let chunk = '';
-          for (const log of logs.build(start, Math.min(logs.count, start + LOGS_PER_TURN))) chunk += lines.line(log, recordOfLog.get(log.id)!);
+          for (const log of logs.build(start, Math.min(logs.count, start + LOGS_PER_TURN))) chunk += logLine(log, recordOfLog.get(log.id)!);
           chunks.push(Buffer.from(chunk));
         }
         trace?.mark('write: logs built while the records are upserted');

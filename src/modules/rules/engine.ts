@@ -3,6 +3,7 @@ import type { AppContext } from '../../context.ts';
 import { compileRuleSet, type CompiledRuleSet } from './compiler.ts';
 import type { EvaluationInput, RuleDefinition } from './definitions.ts';
 import { evaluateRecords, type EvaluationResult } from './evaluate.ts';
+import { ruleVersionSet } from './version-sets.ts';
 
 export type Evaluation = EvaluationResult;
 
@@ -52,7 +53,8 @@ export interface ExecutionLogEntry {
   score: number;
   decision: string;
   matchedRules: string;
-  ruleVersions: string;
+  /** The id of the versions of the rules that ran (version-sets.ts); null where no rules ran (a staff ruling without one before it). */
+  ruleVersionSet: string | null;
   ruleErrors: string;
   dataContext: string;
   durationUs: number;
@@ -60,12 +62,11 @@ export interface ExecutionLogEntry {
 }
 
 /**
- * Builds execution-log entries. What a batch shares is serialised once: the rule-version map of
- * each rule selection and (through the context writer) the flattened customer and event of every
- * record that shares them.
+ * Builds execution-log entries. What a batch shares is serialised once: the matched-rule entries
+ * and (through the context writer) the flattened customer and event of every record that shares
+ * them; the rule versions are named by their stored set (storeRuleVersionSets stores them first).
  */
 export class ExecutionLogWriter {
-  private readonly versions = new WeakMap<object, string>();
   // Matched-rule entries are shared per rule (evaluate.ts matchedEntry): each serialised once.
   private readonly matchedJson = new WeakMap<object, string>();
 
@@ -76,8 +77,6 @@ export class ExecutionLogWriter {
   ) {}
 
   entry(id: string, recordRef: string | null, evaluation: Evaluation, input: EvaluationInput): ExecutionLogEntry {
-    let versions = this.versions.get(evaluation.rule_versions);
-    if (versions === undefined) this.versions.set(evaluation.rule_versions, (versions = JSON.stringify(evaluation.rule_versions)));
     return {
       id,
       target: this.target,
@@ -85,7 +84,7 @@ export class ExecutionLogWriter {
       score: evaluation.score,
       decision: evaluation.decision,
       matchedRules: this.matched(evaluation.matched),
-      ruleVersions: versions,
+      ruleVersionSet: ruleVersionSet(evaluation.rule_versions).id,
       ruleErrors: evaluation.errors.length === 0 ? '[]' : JSON.stringify(evaluation.errors),
       dataContext: this.context(input),
       durationUs: evaluation.duration_us,

@@ -1,0 +1,47 @@
+import { createHash } from 'node:crypto';
+import type { Knex } from 'knex';
+
+/**
+ * The versions of the rules that ran for a record (code -> version), stored once per distinct map
+ * in rule_version_sets and named by each execution log: a 30-rule map is about 590 bytes, which
+ * every log of a batch repeated (a fifth of a 1000-record batch's log bytes; issue 17).
+ * Content-addressed: the id is the MD5 of the map's JSON text, so the same map always has the
+ * same id, in every process and in the migration that moved the stored logs' maps here.
+ */
+export interface RuleVersionSet {
+  id: string;
+  json: string;
+}
+
+// The rule selections hand out one frozen map per target and event until the rules change.
+const sets = new WeakMap<object, RuleVersionSet>();
+
+export function ruleVersionSet(versions: Readonly<Record<string, number>>): RuleVersionSet {
+  let set = sets.get(versions);
+  if (!set) {
+    const json = JSON.stringify(versions);
+    sets.set(versions, (set = { id: createHash('md5').update(json).digest('hex'), json }));
+  }
+  return set;
+}
+
+/** Ids known to be stored, per database: a set is never changed or deleted once stored. */
+const storedIds = new WeakMap<Knex, Set<string>>();
+
+/**
+ * Stores the sets not yet known to be stored, in their own statement outside the batch's
+ * transaction: a set is a fact about the rules, not about the batch, so one left behind by a batch
+ * that rolled back is harmless, and batches never wait on each other's uncommitted set (inside
+ * their transactions, two batches storing the same new set would, and could deadlock on their
+ * records). Idempotent; after the first batch of a rule selection this costs nothing.
+ */
+export async function storeRuleVersionSets(db: Knex, wanted: Iterable<RuleVersionSet>): Promise<void> {
+  let known = storedIds.get(db);
+  if (!known) storedIds.set(db, (known = new Set()));
+  const missing = new Map<string, RuleVersionSet>();
+  for (const set of wanted) if (!known.has(set.id)) missing.set(set.id, set);
+  if (missing.size === 0) return;
+  const rows = [...missing.values()].map((set) => `{"id":"${set.id}","versions":${set.json}}`).join(',');
+  await db.raw('insert into rule_version_sets (id, versions) select id, versions from json_to_recordset(?::json) as s(id text, versions json) on conflict do nothing', [`[${rows}]`]);
+  for (const id of missing.keys()) known.add(id);
+}
