@@ -196,6 +196,10 @@ test.serial('a decision is written (201) with its PDF, updates the record, joins
   t.is(history[1].decision, 'REJECT');
   t.is(history[1].compliance_decision_id, response.body.data.decision.id);
   t.is(record.log_id, history[1].id);
+  // The ruling keeps the context and the rule versions of the scoring it follows.
+  t.truthy(history[0].rule_version_set);
+  t.is(history[1].rule_version_set, history[0].rule_version_set);
+  t.deepEqual(history[1].data_context, history[0].data_context);
 
   // A score left out leaves the score alone.
   const again = await app.request('POST', path, { token: officer.token, json: { decision: 'REVIEW', description: 'Second look' } });

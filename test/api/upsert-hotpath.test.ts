@@ -212,9 +212,10 @@ test.serial('window aggregates equal a plain scan of every earlier transaction (
       raw: {}, rule_check: true, created_by: 'test', updated_by: 'test',
     })),
   );
-  // The batch: 60 items, some re-sending stored refs (their stored versions must not count), some not scored.
+  // The batch: 600 items, some re-sending stored refs (their stored versions must not count), some
+  // not scored; more than aggregatesOf computes between two turns of the event loop (250).
   const resent = new Set(['agg-1', 'agg-2', 'agg-10', 'agg-11']);
-  const items: AggregateItem[] = Array.from({ length: 60 }, (_, index) => ({
+  const items: AggregateItem[] = Array.from({ length: 600 }, (_, index) => ({
     index,
     customerId: customerIds[index % 2]!,
     eventDate: next() < 0.4 ? base - Math.floor(next() * 5) * 600_000 : now - Math.floor(next() * 3 * 86_400_000),
@@ -236,7 +237,7 @@ test.serial('window aggregates equal a plain scan of every earlier transaction (
     t.deepEqual(computed.get(item.index), expected, `item ${item.index}`);
     compared++;
   }
-  t.true(compared > 30);
+  t.true(compared > 400);
 
   // One record: with and without a stored version of its ref.
   for (const resentRef of [null, 'agg-3']) {

@@ -162,6 +162,21 @@ test('among equally good names the one listed first wins, at the candidate cut-o
   t.deepEqual(ids, [...Array.from({ length: 32 }, (_, i) => `same-${i}`), ...Array.from({ length: 32 }, (_, i) => `near-${i}`)]);
 });
 
+test('the narrowing keeps the best 64 names by rank, however they are listed', (t) => {
+  // All share both tokens of the query. A third token weighs a name down, a rare one more than a
+  // common one: the exact name ranks first, then the 70 with the common third token, then the 80
+  // with a rare one each; interleaved in the list, the exact name last.
+  const rare = (i: number) => `${String.fromCharCode(97 + (i % 26))}${String.fromCharCode(97 + Math.floor(i / 26))}zork`;
+  const listed = [
+    ...Array.from({ length: 150 }, (_, i) => (i % 2 && i < 141 ? entry(`common-${(i - 1) / 2}`, 'Ivan Petrov Common') : entry(`rare-${i}`, `Ivan Petrov ${rare(i)}`))),
+    entry('exact', 'Ivan Petrov'),
+  ];
+  const result = SanctionsIndex.build(listed).screen({ name: 'Ivan Petrov' }, { limit: 100, minScore: 0 });
+  t.like(result.matches[0], { source_id: 'exact', score: 100 });
+  // Scored: the exact name and the first 63 listed of the 70 equal ones (ties go to the one listed first).
+  t.deepEqual(result.matches.map((match) => match.source_id).sort(), ['exact', ...Array.from({ length: 63 }, (_, i) => `common-${i}`)].sort());
+});
+
 test('a person is not screened against companies or ships, nor a company against people', (t) => {
   t.is(index.screen({ name: 'Blue Heron 7' }).score, 100);
   t.is(index.screen({ name: 'Blue Heron 7', schema: 'person' }).score, 0);

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { setImmediate as nextTurn } from 'node:timers/promises';
+import { wholeTurn } from '../../turns.ts';
 import type { Context } from 'koa';
 import type { Actor } from '../../actor.ts';
 import type { AppContext } from '../../context.ts';
@@ -171,8 +172,8 @@ export interface BatchPlan<Item extends ValidRecord, Result extends { action: st
 /**
  * The one batch skeleton of the upsert endpoints: validate every record (a bad one is skipped,
  * the others go on), let the record type accept or skip each, store a ref repeated in the batch
- * once (its last occurrence), score, then write every row and its execution log in one statement
- * and report one result per record in the order sent.
+ * once (its last occurrence), score, then write every row, its execution log and its alert in
+ * one transaction (records/sql.ts) and report one result per record in the order sent.
  */
 export async function runBatch<Item extends ValidRecord, Result extends { action: string; warnings: string[] }>(
   app: AppContext,
@@ -204,6 +205,9 @@ export async function runBatch<Item extends ValidRecord, Result extends { action
   const lastIndex = lastOccurrence(accepted);
   const stored = accepted.filter((item) => item.ref === null || lastIndex.get(item.ref) === item.index);
 
+  // The accepting above and the rule inputs below (a financial batch's aggregates) are each
+  // tens of milliseconds of one uninterrupted stretch on a slow core: a whole turn between them.
+  if (large) await wholeTurn();
   const ruleInputs = await plan.ruleInputs(stored, trace);
   if (large) await nextTurn();
   const scoredInputs = ruleInputs.filter((input): input is EvaluationInput => input !== null);
@@ -237,7 +241,7 @@ export async function runBatch<Item extends ValidRecord, Result extends { action
       logged.slice(start, end).map((position) => writer.entry(rows[position]!.log_id as string, stored[position]!.ref, evaluations[position]!, ruleInputs[position]!)),
   };
   // The rule-version sets the logs will name, stored first (usually known already: no statement).
-  await storeRuleVersionSets(app.db, evaluations.flatMap((evaluation) => (evaluation ? [ruleVersionSet(evaluation.rule_versions)] : [])));
+  if (await storeRuleVersionSets(app.db, evaluations.flatMap((evaluation) => (evaluation ? [ruleVersionSet(evaluation.rule_versions)] : []))) && trace) trace.roundTrips += 1;
   trace?.mark('rows');
 
   // Alerts for REVIEW/REJECT results and sanctions hits are raised in the batch's own transaction.

@@ -53,7 +53,7 @@ export interface ExecutionLogEntry {
   score: number;
   decision: string;
   matchedRules: string;
-  /** The id of the versions of the rules that ran (version-sets.ts); null where no rules ran (a staff ruling without one before it). */
+  /** The id of the versions of the rules that ran (version-sets.ts); every scored record names one (the set of `{}` when no rule applied). */
   ruleVersionSet: string | null;
   ruleErrors: string;
   dataContext: string;

@@ -11,37 +11,39 @@ import type { Knex } from 'knex';
 export interface RuleVersionSet {
   id: string;
   json: string;
+  /** The databases this process stored the set in (or found it stored), while the map lives. */
+  storedIn: WeakSet<Knex>;
 }
 
-// The rule selections hand out one frozen map per target and event until the rules change.
+// The rule selections hand out one frozen map per target and event until the rules change (a
+// NOTIFY or a lost connection drops them), so what is remembered here is forgotten with them and
+// checked again after any change to the rules or the connection.
 const sets = new WeakMap<object, RuleVersionSet>();
 
 export function ruleVersionSet(versions: Readonly<Record<string, number>>): RuleVersionSet {
   let set = sets.get(versions);
   if (!set) {
     const json = JSON.stringify(versions);
-    sets.set(versions, (set = { id: createHash('md5').update(json).digest('hex'), json }));
+    sets.set(versions, (set = { id: createHash('md5').update(json).digest('hex'), json, storedIn: new WeakSet() }));
   }
   return set;
 }
-
-/** Ids known to be stored, per database: a set is never changed or deleted once stored. */
-const storedIds = new WeakMap<Knex, Set<string>>();
 
 /**
  * Stores the sets not yet known to be stored, in their own statement outside the batch's
  * transaction: a set is a fact about the rules, not about the batch, so one left behind by a batch
  * that rolled back is harmless, and batches never wait on each other's uncommitted set (inside
  * their transactions, two batches storing the same new set would, and could deadlock on their
- * records). Idempotent; after the first batch of a rule selection this costs nothing.
+ * records). Idempotent; after the first batch of a rule selection this costs nothing. Whether a
+ * statement was sent.
  */
-export async function storeRuleVersionSets(db: Knex, wanted: Iterable<RuleVersionSet>): Promise<void> {
-  let known = storedIds.get(db);
-  if (!known) storedIds.set(db, (known = new Set()));
+export async function storeRuleVersionSets(db: Knex, wanted: Iterable<RuleVersionSet>): Promise<boolean> {
+  if (db.isTransaction) throw new Error('rule-version sets are stored outside the batch transaction');
   const missing = new Map<string, RuleVersionSet>();
-  for (const set of wanted) if (!known.has(set.id)) missing.set(set.id, set);
-  if (missing.size === 0) return;
+  for (const set of wanted) if (!set.storedIn.has(db)) missing.set(set.id, set);
+  if (missing.size === 0) return false;
   const rows = [...missing.values()].map((set) => `{"id":"${set.id}","versions":${set.json}}`).join(',');
   await db.raw('insert into rule_version_sets (id, versions) select id, versions from json_to_recordset(?::json) as s(id text, versions json) on conflict do nothing', [`[${rows}]`]);
-  for (const id of missing.keys()) known.add(id);
+  for (const set of missing.values()) set.storedIn.add(db);
+  return true;
 }

@@ -1,5 +1,13 @@
 import type { Knex } from 'knex';
 import { queryPrepared } from '../../db/knex.ts';
+import { wholeTurn } from '../../turns.ts';
+
+/**
+ * Records whose aggregates are computed between two turns of the event loop: with a long stored
+ * history each record reads hundreds of entries, and a 1000-record batch in one stretch held the
+ * thread for 20-50 ms on a slow core (the budget for a stall is 50 ms).
+ */
+const ITEMS_PER_TURN = 250;
 
 /** A record whose aggregates are wanted, and what it adds to the aggregates of later records. */
 export interface AggregateItem {
@@ -199,7 +207,7 @@ export async function computeAggregates(db: Knex, items: AggregateItem[], batchR
  * are left out, because the batch's version replaces them. Sums are kept in integer cents, so
  * they are exact.
  */
-export function aggregatesOf(items: AggregateItem[], batchRefs: ReadonlySet<string>, histories: ReadonlyMap<string, CustomerHistory>): Map<number, Aggregates> {
+export async function aggregatesOf(items: AggregateItem[], batchRefs: ReadonlySet<string>, histories: ReadonlyMap<string, CustomerHistory>): Promise<Map<number, Aggregates>> {
   const wanted = items.filter((item) => item.wanted);
   const result = new Map<number, Aggregates>();
   if (wanted.length === 0) return result;
@@ -248,6 +256,7 @@ export function aggregatesOf(items: AggregateItem[], batchRefs: ReadonlySet<stri
   const seen = [devices.stamps(), devices.stamps(), ips.stamps(), ips.stamps(), countries.stamps(), countries.stamps()] as const;
   let stamp = 0;
   for (const item of wanted) {
+    if (stamp > 0 && stamp % ITEMS_PER_TURN === 0) await wholeTurn();
     const timeline = timelines.get(item.customerId) ?? [];
     const self = { at: item.eventDate, index: item.index };
     counts.fill(0);

@@ -184,7 +184,7 @@ function transactionPlan(app: AppContext, kind: TransactionKind, now: number): B
         for (const { customer, history } of await readCustomers(app.db, 'id', missing, [...batchRefs], ['id'])) histories.set(customer.id as string, history!);
         if (trace) trace.roundTrips += 1;
       }
-      const aggregates = aggregatesOf(aggregateItems, batchRefs, histories);
+      const aggregates = await aggregatesOf(aggregateItems, batchRefs, histories);
       trace?.mark('aggregates');
       // Records of one customer share one customer view: built once, and its decision context serialised once.
       const customerViews = new Map<Record<string, unknown>, Record<string, unknown>>();

@@ -115,13 +115,11 @@ interface QueryToken {
   prefix: number;
 }
 
+/** An entry's best-scoring name, as its report needs it. */
 interface EntryCandidate {
-  entry: number;
   name: number;
   similarity: number;
   phonetic: number;
-  /** 0-100 before birth date and nationality. */
-  nameScore: number;
 }
 
 let jaroFlagsA = new Uint8Array(64);
@@ -444,6 +442,10 @@ export class SanctionsIndex {
 
     const candidates = this.narrow(queryTokens, query.schema ? SCHEMA_CODES[query.schema] : 0);
     // Each entry's best-scoring name, in the order entries were first met (that order breaks ties).
+    if (this.entryStampNow === 0x7fffffff) {
+      this.entryStamp.fill(0);
+      this.entryStampNow = 0;
+    }
     const stamp = ++this.entryStampNow;
     const { entryStamp, entrySlot, slotEntry, slotName, slotSimilarity, slotPhonetic, slotScore } = this;
     let slots = 0;
@@ -477,7 +479,7 @@ export class SanctionsIndex {
       const country = nationalityAgreement(nationality, (this.entryCodes[slotEntry[slot]!] ??= nationalityCodes(entry.nationalities)));
       const score = Math.max(0, Math.min(100, Math.round(nameScore + birth.adjustment + country.adjustment)));
       best = Math.max(best, score);
-      const candidate = { entry: slotEntry[slot]!, name: slotName[slot]!, similarity: slotSimilarity[slot]!, phonetic: slotPhonetic[slot]!, nameScore };
+      const candidate = { name: slotName[slot]!, similarity: slotSimilarity[slot]!, phonetic: slotPhonetic[slot]! };
       adjusted.push({ candidate, entry, birth: birth.agreement, country: country.agreement, score });
     }
     adjusted.sort((a, b) => b.score - a.score || b.candidate.similarity - a.candidate.similarity);
