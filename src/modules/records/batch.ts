@@ -10,7 +10,7 @@ import { readJsonBody } from '../../http/json-body.ts';
 import { isStorableText } from '../../validation/storable.ts';
 import type { EvaluationInput } from '../rules/definitions.ts';
 import { ExecutionLogWriter, scoreRecords, type Evaluation } from '../rules/engine.ts';
-import { ruleVersionSet, storeRuleVersionSets } from '../rules/version-sets.ts';
+import { storeRuleVersionSets } from '../rules/version-sets.ts';
 import { DecisionContextWriter } from '../rules/evaluate.ts';
 import { alertSettings, writeWithAlerts } from '../cases/alerts.ts';
 import { validateRecord, type FieldTable } from './fields.ts';
@@ -241,7 +241,8 @@ export async function runBatch<Item extends ValidRecord, Result extends { action
       logged.slice(start, end).map((position) => writer.entry(rows[position]!.log_id as string, stored[position]!.ref, evaluations[position]!, ruleInputs[position]!)),
   };
   // The rule-version sets the logs will name, stored first (usually known already: no statement).
-  if (await storeRuleVersionSets(app.db, evaluations.flatMap((evaluation) => (evaluation ? [ruleVersionSet(evaluation.rule_versions)] : []))) && trace) trace.roundTrips += 1;
+  const storedSets = await storeRuleVersionSets(app.db, scored.map((evaluation) => evaluation.rule_versions));
+  if (storedSets && trace) trace.roundTrips += 1;
   trace?.mark('rows');
 
   // Alerts for REVIEW/REJECT results and sanctions hits are raised in the batch's own transaction.

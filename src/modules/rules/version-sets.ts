@@ -30,17 +30,21 @@ export function ruleVersionSet(versions: Readonly<Record<string, number>>): Rule
 }
 
 /**
- * Stores the sets not yet known to be stored, in their own statement outside the batch's
+ * Stores the sets of these version maps not yet known to be stored, in their own statement outside the batch's
  * transaction: a set is a fact about the rules, not about the batch, so one left behind by a batch
  * that rolled back is harmless, and batches never wait on each other's uncommitted set (inside
  * their transactions, two batches storing the same new set would, and could deadlock on their
  * records). Idempotent; after the first batch of a rule selection this costs nothing. Whether a
  * statement was sent.
  */
-export async function storeRuleVersionSets(db: Knex, wanted: Iterable<RuleVersionSet>): Promise<boolean> {
+export async function storeRuleVersionSets(db: Knex, versionMaps: Iterable<Readonly<Record<string, number>>>): Promise<boolean> {
   if (db.isTransaction) throw new Error('rule-version sets are stored outside the batch transaction');
   const missing = new Map<string, RuleVersionSet>();
-  for (const set of wanted) if (!set.storedIn.has(db)) missing.set(set.id, set);
+  // A batch's records share a handful of maps: each distinct one looked at once.
+  for (const versions of new Set(versionMaps)) {
+    const set = ruleVersionSet(versions);
+    if (!set.storedIn.has(db)) missing.set(set.id, set);
+  }
   if (missing.size === 0) return false;
   const rows = [...missing.values()].map((set) => `{"id":"${set.id}","versions":${set.json}}`).join(',');
   await db.raw('insert into rule_version_sets (id, versions) select id, versions from json_to_recordset(?::json) as s(id text, versions json) on conflict do nothing', [`[${rows}]`]);

@@ -78,7 +78,6 @@ function eventTypeLabel(type: number): string {
   return `${type} (${EVENT_TYPES[type as EventType]})`;
 }
 
-
 /** The customer columns a batch reads: what rules see, and the id the records point to. */
 const CUSTOMER_COLUMNS = [...new Set(['id', 'customer_ref', 'raw', ...customerFields.map((spec) => spec.name), 'score', 'decision', 'sanction_score', 'sanction_topic', 'ip_address_score', 'email_risk_score'])];
 
