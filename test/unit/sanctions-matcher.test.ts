@@ -151,7 +151,8 @@ test('the threshold and limit shape the report; the score is the best candidate 
 
 test('among equally good names the one listed first wins, at the candidate cut-off and at the report limit', (t) => {
   // More names of equal rank than are fully scored (64): two spellings as common as each other,
-  // listed alternately, so that the index (which numbers names by their tokens) holds them apart.
+  // listed alternately, so that the index (which numbers names by weight, equal weights in list
+  // order) holds them apart.
   const listed = Array.from({ length: 200 }, (_, i) => (i % 2 ? entry(`near-${(i - 1) / 2}`, 'Ivan Petrof') : entry(`same-${i / 2}`, 'Ivan Petrov')));
   const many = SanctionsIndex.build(listed);
   const firstTen = many.screen({ name: 'Ivan Petrov' });
@@ -193,6 +194,14 @@ test('an empty or punctuation-only name screens to nothing', (t) => {
   }
   t.is(index.screen({ name: '' }).score, 0);
   t.is(SanctionsIndex.build([]).screen({ name: 'Lorenzo Vittadini' }).score, 0);
+});
+
+test('a name that shares no key with any listed name screens to nothing, and the next query still works', (t) => {
+  // The company is the first name in the index, and of another schema than the query.
+  const two = SanctionsIndex.build([entry('1', 'Zelvania Trading', { schema: 'organization' }), entry('2', 'Lorenzo Vittadini')]);
+  t.deepEqual(two.screen({ name: 'Peter Jackson', schema: 'person' }), { score: 0, topics: [], matches: [] });
+  t.is(two.screen({ name: 'Lorenzo Vittadini', schema: 'person' }).score, 100);
+  t.deepEqual(two.screen({ name: 'Peter Jackson', schema: 'person' }), { score: 0, topics: [], matches: [] });
 });
 
 test('the plain form survives structured cloning and screens the same', (t) => {

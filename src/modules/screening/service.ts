@@ -109,7 +109,9 @@ export class ScreeningService {
     const named = queries.flatMap((query, position) => (query ? [{ query, position }] : []));
     const results: ScreeningResult[] = subjects.map(() => empty);
     if (!index || named.length === 0) return results;
-    const parts = chunk(named, this.workers, 16);
+    // Four tasks per worker: one that finishes early takes the next instead of idling while the
+    // other finishes its half (halves measured 103 and 128 ms in one batch).
+    const parts = chunk(named, this.workers * 4, 16);
     const outputs = await Promise.all(
       parts.map((part) => this.pools.light.run({ type: 'screen', index, queries: part.map((item) => item.query) }) as Promise<ScreeningResult[]>),
     );
