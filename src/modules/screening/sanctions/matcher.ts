@@ -74,6 +74,8 @@ const SAME_NATIONALITY_BONUS = 5;
 const OTHER_NATIONALITY_PENALTY = 10;
 
 const MAX_BONUS = SAME_DATE_BONUS + SAME_NATIONALITY_BONUS;
+/** Query tokens remembered (see SanctionsIndex.queryTokens); the memo starts over when full. */
+const QUERY_TOKEN_MEMO_SIZE = 50_000;
 const NO_NAME = 0x7fffffff;
 
 const SCHEMA_CODES: Record<SanctionSchema, number> = { unknown: 0, person: 1, organization: 2, vessel: 3, aircraft: 4 };
@@ -121,6 +123,7 @@ interface QueryToken {
   secondary: number;
   /** Prefix key id, -1 when no indexed token starts like this one. */
   prefix: number;
+  bits: number;
 }
 
 let jaroFlagsA = new Uint8Array(64);
@@ -169,13 +172,47 @@ export function jaroWinkler(a: string, b: string): number {
   return jaro + prefix * 0.1 * (1 - jaro);
 }
 
-function tokenSimilarity(a: string, b: string, soundAlike: boolean): number {
+/** The characters of a token as bits (code modulo 32: two characters may share a bit, which only loosens letterBound). */
+function characterBits(token: string): number {
+  let bits = 0;
+  for (let i = 0; i < token.length; i++) bits |= 1 << (token.charCodeAt(i) & 31);
+  return bits;
+}
+
+/** How many of a token's characters occur in the other token (by its bits): Jaro's matches can be no more. */
+function charactersIn(token: string, otherBits: number): number {
+  let count = 0;
+  for (let i = 0; i < token.length; i++) if ((otherBits >>> (token.charCodeAt(i) & 31)) & 1) count++;
+  return count;
+}
+
+/**
+ * The most Jaro-Winkler could give two tokens, from how many of each one's characters the other
+ * has at all: Jaro with every such character matched and nothing transposed, boosted by the
+ * common prefix. Most token pairs of a candidate are different words, and this rules them out
+ * for a fraction of Jaro-Winkler's cost.
+ */
+function jaroWinklerBound(a: string, b: string, bitsA: number, bitsB: number): number {
+  const matches = Math.min(charactersIn(a, bitsB), charactersIn(b, bitsA));
+  if (matches === 0) return 0;
+  const jaro = (matches / a.length + matches / b.length + 1) / 3;
+  if (jaro <= 0.7) return jaro;
+  const prefixLimit = Math.min(4, a.length, b.length);
+  let prefix = 0;
+  while (prefix < prefixLimit && a.charCodeAt(prefix) === b.charCodeAt(prefix)) prefix++;
+  return jaro + prefix * 0.1 * (1 - jaro);
+}
+
+function tokenSimilarity(a: string, b: string, soundAlike: boolean, bitsA: number, bitsB: number): number {
   if (a === b) return 1;
   if ((a.length === 1 || b.length === 1) && a.charCodeAt(0) === b.charCodeAt(0)) return INITIAL_SIMILARITY;
   // One letter is a third of a short token: "Li" and "Lin" are two surnames, "Jon" and "John" one name.
   if (Math.min(a.length, b.length) <= SHORT_TOKEN_LENGTH && !soundAlike) return 0;
+  const bar = soundAlike ? MIN_TOKEN_SIMILARITY : MIN_SPELLING_SIMILARITY;
+  // (The margin keeps rounding in the bound from ruling out a pair right at the bar.)
+  if (jaroWinklerBound(a, b, bitsA, bitsB) < bar - 1e-9) return 0;
   const similarity = jaroWinkler(a, b);
-  return similarity >= (soundAlike ? MIN_TOKEN_SIMILARITY : MIN_SPELLING_SIMILARITY) ? similarity : 0;
+  return similarity >= bar ? similarity : 0;
 }
 
 /** Key ids of a query token are -1 when the index has never seen the code; those agree with nothing. */
@@ -231,6 +268,10 @@ export class SanctionsIndex {
   private readonly keyIds: Map<string, number>;
   private readonly tokenIds: Map<string, number>;
   private readonly maxTokenWeight: number;
+  /** Query tokens by text: given names and common surnames recur from query to query (their keys are the index's, so it keeps them). */
+  private readonly queryTokenMemo = new Map<string, QueryToken>();
+  /** Per token: characterBits of its text. */
+  private readonly tokenBits: Int32Array;
   /** Per name: its weight as Float32 (the precision ranks use) and its entry's schema code. */
   private readonly nameWeight: Float32Array;
   private readonly nameSchema: Uint8Array;
@@ -246,6 +287,8 @@ export class SanctionsIndex {
   /** The narrowing's heap of the best names so far. */
   private readonly heapNames = new Int32Array(CANDIDATES_SCORED);
   private readonly heapRanks = new Float64Array(CANDIDATES_SCORED);
+  /** What the narrowing chose, best first. */
+  private readonly candidates = new Int32Array(CANDIDATES_SCORED);
   private candidateBest = new Float64Array(16);
   private candidateHeard = new Uint8Array(16);
   /** What `scoreName` measured besides the score it returns. */
@@ -265,11 +308,13 @@ export class SanctionsIndex {
   private readonly slotSimilarity = new Float64Array(CANDIDATES_SCORED);
   private readonly slotPhonetic = new Float64Array(CANDIDATES_SCORED);
   private readonly slotScore = new Float64Array(CANDIDATES_SCORED);
+  private readonly byNameScore = new Int32Array(CANDIDATES_SCORED);
 
   private constructor(private readonly data: PlainSanctionsIndex) {
     this.keyIds = new Map(data.keyText.map((key, id) => [key, id]));
     this.tokenIds = new Map(data.tokenText.map((token, id) => [token, id]));
     this.maxTokenWeight = Math.log(1 + Math.max(1, data.nameEntry.length));
+    this.tokenBits = Int32Array.from(data.tokenText, characterBits);
     this.nameWeight = Float32Array.from(data.nameWeight);
     this.nameSchema = Uint8Array.from(data.nameEntry, (entry) => SCHEMA_CODES[data.entries[entry]!.schema]);
     this.entryStamp = new Int32Array(data.entries.length);
@@ -435,7 +480,7 @@ export class SanctionsIndex {
     const queryTokens = this.queryTokens(query.name);
     if (queryTokens.length === 0) return { score: 0, topics: [], matches: [] };
 
-    const candidates = this.narrow(queryTokens, query.schema ? SCHEMA_CODES[query.schema] : 0);
+    const candidateCount = this.narrow(queryTokens, query.schema ? SCHEMA_CODES[query.schema] : 0);
     // Each entry's best-scoring name, in the order entries were first met (that order breaks ties).
     if (this.entryStampNow === 0x7fffffff) {
       this.entryStamp.fill(0);
@@ -444,7 +489,8 @@ export class SanctionsIndex {
     const stamp = ++this.entryStampNow;
     const { entryStamp, entrySlot, slotEntry, slotName, slotSimilarity, slotPhonetic, slotScore } = this;
     let slots = 0;
-    for (const name of candidates) {
+    for (let candidate = 0; candidate < candidateCount; candidate++) {
+      const name = this.candidates[candidate]!;
       const nameScore = this.scoreName(queryTokens, name);
       const entry = this.data.nameEntry[name]!;
       let slot = entrySlot[entry]!;
@@ -465,10 +511,18 @@ export class SanctionsIndex {
     const nationality = query.nationality ? countryToAlpha3(query.nationality) : null;
     // A code no entry has agrees with none (-2 is no index); -1 stands for no nationality asked.
     const queryCode = nationality === null ? -1 : (this.codeIds.get(nationality) ?? -2);
-    const byNameScore = Array.from({ length: slots }, (_, slot) => slot).sort((a, b) => slotScore[b]! - slotScore[a]!);
+    // Slots by name score, best first, equal scores in slot order (a stable insertion sort: a few dozen slots).
+    const byNameScore = this.byNameScore;
+    for (let slot = 0; slot < slots; slot++) {
+      const score = slotScore[slot]!;
+      let at = slot;
+      for (; at > 0 && slotScore[byNameScore[at - 1]!]! < score; at--) byNameScore[at] = byNameScore[at - 1]!;
+      byNameScore[at] = slot;
+    }
     const adjusted: { slot: number; birth: number; country: number; score: number }[] = [];
     let best = 0;
-    for (const slot of byNameScore) {
+    for (let position = 0; position < slots; position++) {
+      const slot = byNameScore[position]!;
       const nameScore = slotScore[slot]!;
       // Stop once no bonus could lift a name to either bar.
       const reachable = Math.round(nameScore + MAX_BONUS);
@@ -557,19 +611,22 @@ export class SanctionsIndex {
 
   private queryTokens(name: string): QueryToken[] {
     return normalizeName(name).map((text) => {
+      let token = this.queryTokenMemo.get(text);
+      if (token) return token;
       const [primaryCode, secondaryCode] = phoneticKeys(text);
-      const primary = this.keyIds.get(primaryCode) ?? -1;
-      const secondary = this.keyIds.get(secondaryCode) ?? -1;
-      const prefix = this.keyIds.get(text.slice(0, PREFIX_KEY_LENGTH)) ?? -1;
       const tokenId = this.tokenIds.get(text);
-      return {
+      token = {
         text,
         // A token the list has never seen is as rare as a token can be.
         weight: tokenId === undefined ? this.maxTokenWeight : this.data.tokenWeight[tokenId]!,
-        primary,
-        secondary,
-        prefix,
+        primary: this.keyIds.get(primaryCode) ?? -1,
+        secondary: this.keyIds.get(secondaryCode) ?? -1,
+        prefix: this.keyIds.get(text.slice(0, PREFIX_KEY_LENGTH)) ?? -1,
+        bits: characterBits(text),
       };
+      if (this.queryTokenMemo.size >= QUERY_TOKEN_MEMO_SIZE) this.queryTokenMemo.clear();
+      this.queryTokenMemo.set(text, token);
+      return token;
     });
   }
 
@@ -586,15 +643,17 @@ export class SanctionsIndex {
    * that for the lightest name still ahead are skipped forward (WAND: Broder et al., "Efficient
    * query evaluation using a two-level retrieval process", 2003). Names skipped could not have
    * entered, so the heap ends as a walk through every posting would leave it.
+   *
+   * Leaves the names, best first, in `candidates`, and returns their count.
    */
-  private narrow(queryTokens: QueryToken[], schema: number): number[] {
+  private narrow(queryTokens: QueryToken[], schema: number): number {
     const postings = this.data.postings;
     const tokens = queryTokens.length;
     if (this.tokenCredit.length < tokens) this.tokenCredit = new Float64Array(tokens);
     const nameWeight = this.nameWeight;
     const nameSchema = this.nameSchema;
     const cursors = this.openCursors(queryTokens);
-    if (cursors === 0) return [];
+    if (cursors === 0) return 0;
     const { cursorAt, cursorEnd, cursorName, cursorCredit, cursorToken, cursorOrder } = this;
     let queryWeight = 0;
     for (const token of queryTokens) queryWeight += token.weight;
@@ -683,10 +742,24 @@ export class SanctionsIndex {
         }
       }
     }
-    const order = Array.from({ length: kept }, (_, i) => i).sort(
-      (i, j) => heapRanks[j]! - heapRanks[i]! || (this.listedBefore(heapNames[i]!, heapNames[j]!) ? -1 : 1),
-    );
-    return order.map((i) => heapNames[i]!);
+    // Best first: the heap gives up its worst name each time, from the back.
+    const candidates = this.candidates;
+    for (let count = kept; count > 0; ) {
+      candidates[--count] = heapNames[0]!;
+      heapNames[0] = heapNames[count]!;
+      heapRanks[0] = heapRanks[count]!;
+      let at = 0;
+      for (;;) {
+        const left = at * 2 + 1;
+        if (left >= count) break;
+        const right = left + 1;
+        const child = right < count && worse(right, left) ? right : left;
+        if (!worse(child, at)) break;
+        swap(heapNames, heapRanks, at, child);
+        at = child;
+      }
+    }
+    return kept;
   }
 
   /**
@@ -769,6 +842,7 @@ export class SanctionsIndex {
   /** The name's score (0-100 before birth date and nationality); its similarity and phonetic parts are left in `scoredSimilarity` and `scoredPhonetic`. */
   private scoreName(queryTokens: QueryToken[], name: number): number {
     const { nameTokenStart, nameTokens, tokenText, tokenKeys, tokenWeight } = this.data;
+    const tokenBits = this.tokenBits;
     const start = nameTokenStart[name]!;
     const end = nameTokenStart[name + 1]!;
     const candidateCount = end - start;
@@ -794,7 +868,7 @@ export class SanctionsIndex {
           candidatePrimary,
           candidateSecondary < 0 ? candidatePrimary : candidateSecondary,
         );
-        const similarity = tokenSimilarity(token.text, tokenText[candidateToken]!, agree);
+        const similarity = tokenSimilarity(token.text, tokenText[candidateToken]!, agree, token.bits, tokenBits[candidateToken]!);
         if (similarity > best) best = similarity;
         if (similarity > candidateBest[c]!) candidateBest[c] = similarity;
         if (agree) {
