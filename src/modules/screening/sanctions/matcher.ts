@@ -79,6 +79,7 @@ const QUERY_TOKEN_MEMO_SIZE = 50_000;
 const NO_NAME = 0x7fffffff;
 
 const SCHEMA_CODES: Record<SanctionSchema, number> = { unknown: 0, person: 1, organization: 2, vessel: 3, aircraft: 4 };
+const SCHEMA_COUNT = 5;
 
 /** What screening reports of an entry; programs and remarks stay in the database. */
 export type IndexedEntry = Omit<SanctionEntry, 'programs' | 'remarks'>;
@@ -106,6 +107,8 @@ export interface PlainSanctionsIndex {
   nameWeight: Float64Array;
   postingStart: Int32Array;
   postings: Int32Array;
+  /** Names are numbered by schema code: those of schema code s are schemaStart[s] up to schemaStart[s + 1]. */
+  schemaStart: Int32Array;
   /** Per entry, from entryBirthStart: each birth date's year (NaN where unreadable) and, for a full YYYY-MM-DD date, YYYYMMDD (otherwise -1). */
   entryBirthStart: Int32Array;
   entryBirthYear: Float64Array;
@@ -245,6 +248,16 @@ function swap(names: Int32Array, ranks: Float64Array, i: number, j: number): voi
   ranks[j] = rank;
 }
 
+/** The first position from `low` up to `high` whose value is at least `target` (`high` when none is); values ascending. */
+function lowerBound(values: Int32Array, low: number, high: number, target: number): number {
+  while (low < high) {
+    const middle = (low + high) >> 1;
+    if (values[middle]! < target) low = middle + 1;
+    else high = middle;
+  }
+  return low;
+}
+
 function round3(value: number): number {
   return Math.round(value * 1000) / 1000;
 }
@@ -272,9 +285,8 @@ export class SanctionsIndex {
   private readonly queryTokenMemo = new Map<string, QueryToken>();
   /** Per token: characterBits of its text. */
   private readonly tokenBits: Int32Array;
-  /** Per name: its weight as Float32 (the precision ranks use) and its entry's schema code. */
+  /** Per name: its weight as Float32 (the precision ranks use). */
   private readonly nameWeight: Float32Array;
-  private readonly nameSchema: Uint8Array;
   /** The narrowing's cursors over the query's posting lists (see openCursors). */
   private cursorAt = new Int32Array(0);
   private cursorEnd = new Int32Array(0);
@@ -316,7 +328,6 @@ export class SanctionsIndex {
     this.maxTokenWeight = Math.log(1 + Math.max(1, data.nameEntry.length));
     this.tokenBits = Int32Array.from(data.tokenText, characterBits);
     this.nameWeight = Float32Array.from(data.nameWeight);
-    this.nameSchema = Uint8Array.from(data.nameEntry, (entry) => SCHEMA_CODES[data.entries[entry]!.schema]);
     this.entryStamp = new Int32Array(data.entries.length);
     this.entrySlot = new Int32Array(data.entries.length);
     this.codeIds = new Map(data.countryCodes.map((code, id) => [code, id]));
@@ -383,11 +394,16 @@ export class SanctionsIndex {
     const tokenWeight = Float64Array.from(tokenFrequency, (frequency) => Math.log(1 + nameCount / Math.max(1, frequency)));
     const listedWeight = Float64Array.from(listedTokens, (tokens) => tokens.reduce((weight, token) => weight + tokenWeight[token]!, 0));
 
-    // Names are numbered by weight (as Float32, the precision narrow ranks with), lightest first,
-    // so that every posting list, sorted by name, is sorted by weight too: see narrow.
+    // Names are numbered by schema, then by weight (as Float32, the precision narrow ranks with),
+    // lightest first, so that within a schema every posting list, sorted by name, is sorted by
+    // weight too: see narrow.
+    const listedSchema = Int32Array.from(listedEntry, (entry) => SCHEMA_CODES[entries[entry]!.schema]);
     const byWeight = Int32Array.from({ length: nameCount }, (_, listed) => listed).sort(
-      (a, b) => Math.fround(listedWeight[a]!) - Math.fround(listedWeight[b]!) || a - b,
+      (a, b) => listedSchema[a]! - listedSchema[b]! || Math.fround(listedWeight[a]!) - Math.fround(listedWeight[b]!) || a - b,
     );
+    const schemaStart = new Int32Array(SCHEMA_COUNT + 1);
+    for (const schema of listedSchema) schemaStart[schema + 1]!++;
+    for (let schema = 0; schema < SCHEMA_COUNT; schema++) schemaStart[schema + 1]! += schemaStart[schema]!;
     const nameEntry: number[] = [];
     const nameAlias: number[] = [];
     const nameTokenStart: number[] = [0];
@@ -445,6 +461,7 @@ export class SanctionsIndex {
     }
 
     return new SanctionsIndex({
+      schemaStart,
       entryBirthStart: Int32Array.from(entryBirthStart),
       entryBirthYear: Float64Array.from(entryBirthYear),
       entryBirthDay: Int32Array.from(entryBirthDay),
@@ -636,34 +653,51 @@ export class SanctionsIndex {
    * less than one that is also spelled alike, and nothing much for a short token, where sounding
    * alike is not enough ("Kim" and "KM").
    *
-   * The query's posting lists are walked side by side in name order, which is weight order (see
-   * build), and each name is ranked once, with its credits from every list. Once the heap of the
-   * best holds CANDIDATES_SCORED names, a name can only enter it with a rank above the worst kept,
-   * and a heavier name needs more credit for that: lists whose credits together fall short of
-   * that for the lightest name still ahead are skipped forward (WAND: Broder et al., "Efficient
-   * query evaluation using a two-level retrieval process", 2003). Names skipped could not have
-   * entered, so the heap ends as a walk through every posting would leave it.
+   * The query's posting lists are walked side by side in name order, once per schema the query
+   * may match (names are numbered by schema, then by weight: see build), and each name is ranked
+   * once, with its credits from every list. Once the heap of the best holds CANDIDATES_SCORED
+   * names, a name can only enter it with a rank above the worst kept, and a heavier name needs
+   * more credit for that: lists whose credits together fall short of that for the lightest name
+   * still ahead are skipped forward (WAND: Broder et al., "Efficient query evaluation using a
+   * two-level retrieval process", 2003). Names skipped could not have entered, so the heap ends
+   * as a walk through every posting would leave it.
    *
    * Leaves the names, best first, in `candidates`, and returns their count.
    */
   private narrow(queryTokens: QueryToken[], schema: number): number {
-    const postings = this.data.postings;
-    const tokens = queryTokens.length;
-    if (this.tokenCredit.length < tokens) this.tokenCredit = new Float64Array(tokens);
-    const nameWeight = this.nameWeight;
-    const nameSchema = this.nameSchema;
-    const cursors = this.openCursors(queryTokens);
-    if (cursors === 0) return 0;
-    const { cursorAt, cursorEnd, cursorName, cursorCredit, cursorToken, cursorOrder } = this;
+    if (this.tokenCredit.length < queryTokens.length) this.tokenCredit = new Float64Array(queryTokens.length);
     let queryWeight = 0;
     for (const token of queryTokens) queryWeight += token.weight;
-
-    const heapNames = this.heapNames;
-    const heapRanks = this.heapRanks;
+    // Names of an unknown schema match any query; a query of no schema matches every name.
+    const { schemaStart } = this.data;
     let kept = 0;
-    const worse = (i: number, j: number) =>
-      heapRanks[i]! < heapRanks[j]! || (heapRanks[i] === heapRanks[j] && this.listedBefore(heapNames[j]!, heapNames[i]!));
-    const tokenCredit = this.tokenCredit;
+    for (let group = 0; group < SCHEMA_COUNT; group++) {
+      if (schema !== 0 && group !== 0 && group !== schema) continue;
+      kept = this.walk(queryTokens, queryWeight, schemaStart[group]!, schemaStart[group + 1]!, kept);
+    }
+
+    // Best first: the heap gives up its worst name each time, from the back.
+    const { heapNames, heapRanks, candidates } = this;
+    for (let count = kept; count > 0; ) {
+      candidates[--count] = heapNames[0]!;
+      heapNames[0] = heapNames[count]!;
+      heapRanks[0] = heapRanks[count]!;
+      this.siftDown(0, count);
+    }
+    return kept;
+  }
+
+  /**
+   * The walk of narrow over the names from `first` up to `end` (one schema's, so lightest first),
+   * into the heap that holds `kept` names; returns how many it holds after.
+   */
+  private walk(queryTokens: QueryToken[], queryWeight: number, first: number, end: number, kept: number): number {
+    const postings = this.data.postings;
+    const tokens = queryTokens.length;
+    const nameWeight = this.nameWeight;
+    const cursors = this.openCursors(queryTokens, first, end);
+    if (cursors === 0) return kept;
+    const { cursorAt, cursorEnd, cursorName, cursorCredit, cursorToken, cursorOrder, heapNames, heapRanks, tokenCredit } = this;
     for (;;) {
       const lightest = cursorName[cursorOrder[0]!]!;
       if (lightest === NO_NAME) break;
@@ -713,8 +747,6 @@ export class SanctionsIndex {
       // Only the cursors that moved can be out of order.
       if (at > 0) this.sortCursors(cursors);
       const rank = shared / (queryWeight + nameWeight[name]!);
-      const entrySchema = nameSchema[name]!;
-      if (schema !== 0 && entrySchema !== 0 && entrySchema !== schema) continue;
       if (kept < CANDIDATES_SCORED) {
         // Sift up from the new leaf.
         let at = kept++;
@@ -722,7 +754,7 @@ export class SanctionsIndex {
         heapRanks[at] = rank;
         while (at > 0) {
           const parent = (at - 1) >> 1;
-          if (!worse(at, parent)) break;
+          if (!this.worse(at, parent)) break;
           swap(heapNames, heapRanks, at, parent);
           at = parent;
         }
@@ -730,36 +762,29 @@ export class SanctionsIndex {
         // Replace the root and sift down.
         heapNames[0] = name;
         heapRanks[0] = rank;
-        let at = 0;
-        for (;;) {
-          const left = at * 2 + 1;
-          if (left >= kept) break;
-          const right = left + 1;
-          const child = right < kept && worse(right, left) ? right : left;
-          if (!worse(child, at)) break;
-          swap(heapNames, heapRanks, at, child);
-          at = child;
-        }
-      }
-    }
-    // Best first: the heap gives up its worst name each time, from the back.
-    const candidates = this.candidates;
-    for (let count = kept; count > 0; ) {
-      candidates[--count] = heapNames[0]!;
-      heapNames[0] = heapNames[count]!;
-      heapRanks[0] = heapRanks[count]!;
-      let at = 0;
-      for (;;) {
-        const left = at * 2 + 1;
-        if (left >= count) break;
-        const right = left + 1;
-        const child = right < count && worse(right, left) ? right : left;
-        if (!worse(child, at)) break;
-        swap(heapNames, heapRanks, at, child);
-        at = child;
+        this.siftDown(0, kept);
       }
     }
     return kept;
+  }
+
+  /** Whether heap slot `i` holds a worse name than slot `j`: a lower rank, or on an equal rank the name listed later. */
+  private worse(i: number, j: number): boolean {
+    const { heapRanks, heapNames } = this;
+    return heapRanks[i]! < heapRanks[j]! || (heapRanks[i] === heapRanks[j] && this.listedBefore(heapNames[j]!, heapNames[i]!));
+  }
+
+  /** Restores the heap of `count` names below slot `at` (its root the worst kept). */
+  private siftDown(at: number, count: number): void {
+    for (;;) {
+      const left = at * 2 + 1;
+      if (left >= count) break;
+      const right = left + 1;
+      const child = right < count && this.worse(right, left) ? right : left;
+      if (!this.worse(child, at)) break;
+      swap(this.heapNames, this.heapRanks, at, child);
+      at = child;
+    }
   }
 
   /**
@@ -767,7 +792,7 @@ export class SanctionsIndex {
    * first: its position, end, current name and the credit a name there earns. Returns the count;
    * `cursorOrder` holds them sorted by current name.
    */
-  private openCursors(queryTokens: QueryToken[]): number {
+  private openCursors(queryTokens: QueryToken[], first: number, end: number): number {
     const { postingStart, postings } = this.data;
     const needed = queryTokens.length * 3;
     if (this.cursorAt.length < needed) {
@@ -785,11 +810,13 @@ export class SanctionsIndex {
       for (let list = 0; list < 3; list++) {
         const key = list === 0 ? token.prefix : list === 1 ? token.primary : token.secondary === token.primary ? -1 : token.secondary;
         if (key < 0) continue;
+        const start = lowerBound(postings, postingStart[key]!, postingStart[key + 1]!, first);
+        const stop = lowerBound(postings, start, postingStart[key + 1]!, end);
+        if (start === stop) continue;
         const cursor = cursors++;
-        const start = postingStart[key]!;
         this.cursorAt[cursor] = start;
-        this.cursorEnd[cursor] = postingStart[key + 1]!;
-        this.cursorName[cursor] = start < postingStart[key + 1]! ? postings[start]! : NO_NAME;
+        this.cursorEnd[cursor] = stop;
+        this.cursorName[cursor] = postings[start]!;
         this.cursorCredit[cursor] = list === 0 ? token.weight : soundAlikeWeight;
         this.cursorToken[cursor] = index;
         this.cursorOrder[cursor] = cursor;
