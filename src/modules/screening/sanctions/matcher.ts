@@ -303,6 +303,14 @@ export class SanctionsIndex {
   private readonly candidates = new Int32Array(CANDIDATES_SCORED);
   private candidateBest = new Float64Array(16);
   private candidateHeard = new Uint8Array(16);
+  private candidateSlots = new Int32Array(16);
+  /** Per index token: the query that last compared it (a counter) and its slot then (see pairSlot). */
+  private readonly pairStamp: Int32Array;
+  private readonly pairSlotOf: Int32Array;
+  private pairStampNow = 0;
+  private pairsUsed = 0;
+  private pairSimilarity = new Float64Array(256);
+  private pairAgree = new Uint8Array(256);
   /** What `scoreName` measured besides the score it returns. */
   private scoredSimilarity = 0;
   private scoredPhonetic = 0;
@@ -327,6 +335,8 @@ export class SanctionsIndex {
     this.tokenIds = new Map(data.tokenText.map((token, id) => [token, id]));
     this.maxTokenWeight = Math.log(1 + Math.max(1, data.nameEntry.length));
     this.tokenBits = Int32Array.from(data.tokenText, characterBits);
+    this.pairStamp = new Int32Array(data.tokenText.length);
+    this.pairSlotOf = new Int32Array(data.tokenText.length);
     this.nameWeight = Float32Array.from(data.nameWeight);
     this.entryStamp = new Int32Array(data.entries.length);
     this.entrySlot = new Int32Array(data.entries.length);
@@ -504,6 +514,12 @@ export class SanctionsIndex {
       this.entryStampNow = 0;
     }
     const stamp = ++this.entryStampNow;
+    if (this.pairStampNow === 0x7fffffff) {
+      this.pairStamp.fill(0);
+      this.pairStampNow = 0;
+    }
+    this.pairStampNow++;
+    this.pairsUsed = 0;
     const { entryStamp, entrySlot, slotEntry, slotName, slotSimilarity, slotPhonetic, slotScore } = this;
     let slots = 0;
     for (let candidate = 0; candidate < candidateCount; candidate++) {
@@ -866,36 +882,68 @@ export class SanctionsIndex {
     return nameEntry[a]! < nameEntry[b]! || (nameEntry[a] === nameEntry[b] && nameAlias[a]! < nameAlias[b]!);
   }
 
+  /**
+   * The slot of an index token's comparison with each query token, in this query: its
+   * similarity and whether the two sound alike, at slot x query token count + query token.
+   */
+  private pairSlot(queryTokens: QueryToken[], candidateToken: number): number {
+    if (this.pairStamp[candidateToken] === this.pairStampNow) return this.pairSlotOf[candidateToken]!;
+    const { tokenText, tokenKeys } = this.data;
+    const tokens = queryTokens.length;
+    const slot = this.pairsUsed++;
+    if ((slot + 1) * tokens > this.pairSimilarity.length) {
+      const similarity = new Float64Array((slot + 1) * tokens * 2);
+      similarity.set(this.pairSimilarity);
+      this.pairSimilarity = similarity;
+      const agree = new Uint8Array(similarity.length);
+      agree.set(this.pairAgree);
+      this.pairAgree = agree;
+    }
+    const text = tokenText[candidateToken]!;
+    const bits = this.tokenBits[candidateToken]!;
+    const primary = tokenKeys[candidateToken * 3]!;
+    const secondary = tokenKeys[candidateToken * 3 + 1]!;
+    for (let k = 0; k < tokens; k++) {
+      const token = queryTokens[k]!;
+      const agree = keysAgree(token.primary, token.secondary, primary, secondary < 0 ? primary : secondary);
+      this.pairAgree[slot * tokens + k] = agree ? 1 : 0;
+      this.pairSimilarity[slot * tokens + k] = tokenSimilarity(token.text, text, agree, token.bits, bits);
+    }
+    this.pairStamp[candidateToken] = this.pairStampNow;
+    this.pairSlotOf[candidateToken] = slot;
+    return slot;
+  }
+
   /** The name's score (0-100 before birth date and nationality); its similarity and phonetic parts are left in `scoredSimilarity` and `scoredPhonetic`. */
   private scoreName(queryTokens: QueryToken[], name: number): number {
-    const { nameTokenStart, nameTokens, tokenText, tokenKeys, tokenWeight } = this.data;
-    const tokenBits = this.tokenBits;
+    const { nameTokenStart, nameTokens, tokenWeight } = this.data;
     const start = nameTokenStart[name]!;
     const end = nameTokenStart[name + 1]!;
     const candidateCount = end - start;
     if (this.candidateBest.length < candidateCount) {
       this.candidateBest = new Float64Array(candidateCount);
       this.candidateHeard = new Uint8Array(candidateCount);
+      this.candidateSlots = new Int32Array(candidateCount);
     }
     const candidateBest = this.candidateBest.fill(0, 0, candidateCount);
     const candidateHeard = this.candidateHeard.fill(0, 0, candidateCount);
     let querySimilarity = 0;
     let queryPhonetic = 0;
     let queryWeight = 0;
-    for (const token of queryTokens) {
+    const tokens = queryTokens.length;
+    // The candidates of one query share most of their tokens: each token is compared with the
+    // query's once per query (a few dozen distinct tokens among a hundred or more).
+    const slots = this.candidateSlots;
+    for (let c = 0; c < candidateCount; c++) slots[c] = this.pairSlot(queryTokens, nameTokens[start + c]!);
+    const { pairSimilarity, pairAgree } = this;
+    for (let k = 0; k < tokens; k++) {
+      const token = queryTokens[k]!;
       let best = 0;
       let heard = false;
       for (let c = 0; c < candidateCount; c++) {
-        const candidateToken = nameTokens[start + c]!;
-        const candidatePrimary = tokenKeys[candidateToken * 3]!;
-        const candidateSecondary = tokenKeys[candidateToken * 3 + 1]!;
-        const agree = keysAgree(
-          token.primary,
-          token.secondary,
-          candidatePrimary,
-          candidateSecondary < 0 ? candidatePrimary : candidateSecondary,
-        );
-        const similarity = tokenSimilarity(token.text, tokenText[candidateToken]!, agree, token.bits, tokenBits[candidateToken]!);
+        const pair = slots[c]! * tokens + k;
+        const agree = pairAgree[pair] === 1;
+        const similarity = pairSimilarity[pair]!;
         if (similarity > best) best = similarity;
         if (similarity > candidateBest[c]!) candidateBest[c] = similarity;
         if (agree) {
