@@ -4,7 +4,7 @@
  * on the request thread (src/modules/rules/engine.ts): copying records here cost more than
  * evaluating them.
  */
-import type { ScreeningQuery, ScreeningResult } from '../src/modules/screening/sanctions/matcher.ts';
+import type { ScreeningQuery } from '../src/modules/screening/sanctions/matcher.ts';
 import { indexFor, type SharedSanctionsIndex } from '../src/modules/screening/sanctions/shared-index.ts';
 
 export interface ScreenTask {
@@ -15,7 +15,20 @@ export interface ScreenTask {
 
 export type LightTask = ScreenTask;
 
-export default function run(task: LightTask): ScreeningResult[] {
+/**
+ * A screening result with its matches as JSON text: the request thread only stores them, so it
+ * neither receives them as objects (copied field by field) nor serialises them again.
+ */
+export interface ScreenedText {
+  score: number;
+  topics: string[];
+  matches: string;
+}
+
+export default function run(task: LightTask): ScreenedText[] {
   const index = indexFor(task.index);
-  return task.queries.map((query) => index.screen(query));
+  return task.queries.map((query) => {
+    const result = index.screen(query);
+    return { score: result.score, topics: result.topics, matches: JSON.stringify(result.matches) };
+  });
 }

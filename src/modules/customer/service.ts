@@ -93,21 +93,29 @@ function customerPlan(app: AppContext): BatchPlan<Accepted, CustomerResult> {
       screened.forEach((item, position) => (item.screening = screenings[position]!));
       trace?.mark('screening');
       return stored.map((item) => {
-        const record = withoutNulls({ ...item.extras, ...item.values });
-        return {
-          target: 'customer',
-          record,
-          customer: withoutNulls({
-            ...record,
-            sanction_score: item.screening?.sanction_score,
-            sanction_topic: item.screening?.sanction_topic ?? [],
-            ip_address_score: item.screening?.ip_address_score,
-            email_risk_score: item.screening?.email_risk_score,
-            ip_country: item.screening?.ip_country,
-          }),
-          event: null,
-          aggregates: {},
+        // What withoutNulls({ ...extras, ...values }) gives (extras are the fields outside the
+        // table, so the two share no name), without the intermediate copies.
+        // Spread, not assigned: an extra named "__proto__" must stay a plain key.
+        const record = withoutNulls({ ...item.extras });
+        for (const name in item.values) {
+          const value = item.values[name];
+          if (value !== null && value !== undefined) record[name] = value;
+        }
+        // The record with the screening scores over it (an extra of the same name included).
+        const customer = { ...record };
+        const scores: Record<string, unknown> = {
+          sanction_score: item.screening?.sanction_score,
+          sanction_topic: item.screening?.sanction_topic ?? [],
+          ip_address_score: item.screening?.ip_address_score,
+          email_risk_score: item.screening?.email_risk_score,
+          ip_country: item.screening?.ip_country,
         };
+        for (const name in scores) {
+          const value = scores[name];
+          if (value !== null && value !== undefined) customer[name] = value;
+          else delete customer[name];
+        }
+        return { target: 'customer', record, customer, event: null, aggregates: {} };
       });
     },
 

@@ -142,9 +142,21 @@ export function arrayLiteral(values: unknown[]): string {
 /** Column types whose text never holds a tab, newline, carriage return or backslash (values the service made or validated). */
 const PLAIN_TYPES = new Set(['uuid', 'numeric', 'smallint', 'integer', 'boolean', 'date', 'timestamptz']);
 
+/**
+ * A jsonb value already serialised (screening matches, made in the worker that found them): the
+ * COPY writer takes its text as it is; JSON.stringify of a row, the small batches' way, reads it back.
+ */
+export class JsonText {
+  constructor(readonly text: string) {}
+
+  toJSON(): unknown {
+    return JSON.parse(this.text);
+  }
+}
+
 /** How one column's non-null value is written in COPY's text format. */
 function valueEncoder(type: string): (value: unknown) => string {
-  if (type === 'jsonb') return (value) => jsonCopyText(JSON.stringify(value));
+  if (type === 'jsonb') return (value) => jsonCopyText(value instanceof JsonText ? value.text : JSON.stringify(value));
   if (type.endsWith('[]')) return (value) => copyText(arrayLiteral(value as unknown[]));
   const text = (value: unknown) => (value instanceof Date ? value.toISOString() : String(value));
   return PLAIN_TYPES.has(type) ? text : (value) => copyText(text(value));

@@ -6,7 +6,9 @@ import type { Pools } from '../../pools.ts';
 import { chunk } from '../../pools.ts';
 import { loadEmailLists, scoreEmail, type EmailLists } from './email-risk.ts';
 import { createIpRiskContext, scoreIp, type IpRiskContext } from './ip-risk.ts';
-import { SanctionsIndex, type ScreeningMatch, type ScreeningQuery, type ScreeningResult } from './sanctions/matcher.ts';
+import type { ScreenedText } from '../../../workers/light.ts';
+import { JsonText } from '../records/sql.ts';
+import { SanctionsIndex, type ScreeningQuery } from './sanctions/matcher.ts';
 import { shareIndex, type SharedSanctionsIndex } from './sanctions/shared-index.ts';
 import { loadAllEntries } from './sanctions/store.ts';
 
@@ -26,7 +28,8 @@ export interface ScreeningSubject {
 export interface CustomerScreening {
   sanction_score: number;
   sanction_topic: string[];
-  sanction_matches: ScreeningMatch[];
+  /** The ScreeningMatch[] as JSON text (see ScreenedText). */
+  sanction_matches: JsonText;
   ip_address_score: number;
   ip_reasons: string[];
   ip_country: string | null;
@@ -93,7 +96,7 @@ export class ScreeningService {
       return {
         sanction_score: sanctions.score,
         sanction_topic: sanctions.topics,
-        sanction_matches: sanctions.matches,
+        sanction_matches: new JsonText(sanctions.matches),
         ip_address_score: ip.score,
         ip_reasons: ip.reasons,
         ip_country: ip.country,
@@ -103,17 +106,17 @@ export class ScreeningService {
     });
   }
 
-  private async screenSanctions(index: SharedSanctionsIndex | null, subjects: ScreeningSubject[]): Promise<ScreeningResult[]> {
-    const empty: ScreeningResult = { score: 0, topics: [], matches: [] };
+  private async screenSanctions(index: SharedSanctionsIndex | null, subjects: ScreeningSubject[]): Promise<ScreenedText[]> {
+    const empty: ScreenedText = { score: 0, topics: [], matches: '[]' };
     const queries = subjects.map(sanctionsQuery);
     const named = queries.flatMap((query, position) => (query ? [{ query, position }] : []));
-    const results: ScreeningResult[] = subjects.map(() => empty);
+    const results: ScreenedText[] = subjects.map(() => empty);
     if (!index || named.length === 0) return results;
     // Four tasks per worker: one that finishes early takes the next instead of idling while the
     // other finishes its half (halves measured 103 and 128 ms in one batch).
     const parts = chunk(named, this.workers * 4, 16);
     const outputs = await Promise.all(
-      parts.map((part) => this.pools.light.run({ type: 'screen', index, queries: part.map((item) => item.query) }) as Promise<ScreeningResult[]>),
+      parts.map((part) => this.pools.light.run({ type: 'screen', index, queries: part.map((item) => item.query) }) as Promise<ScreenedText[]>),
     );
     const screened = outputs.flat();
     parts.flat().forEach((item, position) => (results[item.position] = screened[position]!));
