@@ -12,7 +12,7 @@
  * - a customer batch of 1000 with screening over a generated 100,000-entry list against its floor.
  */
 import http from 'node:http';
-import { randomUUID } from 'node:crypto';
+import { timeOrderedId } from '../src/ids.ts';
 import type { AddressInfo } from 'node:net';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import v8 from 'node:v8';
@@ -96,6 +96,7 @@ interface FloorTimes {
  * the service's own writer, which stages the rows by COPY and upserts them from there (two
  * statements for the records, so not the issue's form of the floor, but what writing them costs
  * the service), so a ratio against it shows what the batch adds beyond its own way of writing.
+ * The floor's ids are made as the service makes its own (time-ordered, src/ids.ts).
  */
 async function floor(
   db: Knex,
@@ -114,9 +115,9 @@ async function floor(
   const write = async (withLogs: boolean, suffix: string) => {
     const started = performance.now();
     await db.transaction(async (trx) => {
-      const stored = await trx.raw(upsert, [JSON.stringify(rows.map((row) => ({ ...row, [conflict]: `${row[conflict]}${suffix}`, id: randomUUID(), log_id: randomUUID() })))]);
+      const stored = await trx.raw(upsert, [JSON.stringify(rows.map((row) => ({ ...row, [conflict]: `${row[conflict]}${suffix}`, id: timeOrderedId(), log_id: timeOrderedId() })))]);
       if (!withLogs) return;
-      const logs = (stored.rows as Array<{ id: string }>).map((row, position) => ({ id: randomUUID(), record_id: row.id, score: 0, decision: 'ACCEPT', matched_rules: matched[position] ?? [] }));
+      const logs = (stored.rows as Array<{ id: string }>).map((row, position) => ({ id: timeOrderedId(), record_id: row.id, score: 0, decision: 'ACCEPT', matched_rules: matched[position] ?? [] }));
       await trx.raw(
         `insert into execution_logs (id, target, record_id, score, decision, matched_rules, data_context, duration_us, actor)
          select id, 'floor', record_id, score, decision, matched_rules, '{}', 0, 'floor'
@@ -128,7 +129,7 @@ async function floor(
   };
   const full = await write(true, '~floor');
   const records = await write(false, '~records');
-  const stagedRows = rows.map((row) => ({ ...row, [conflict]: `${row[conflict]}~staged`, id: randomUUID(), log_id: randomUUID() }));
+  const stagedRows = rows.map((row) => ({ ...row, [conflict]: `${row[conflict]}~staged`, id: timeOrderedId(), log_id: timeOrderedId() }));
   const minimalLogs = {
     count: stagedRows.length,
     build: (start: number, end: number) =>
@@ -351,8 +352,8 @@ async function httpScenario(app: AppContext): Promise<{ warden: number[]; echo: 
 async function customerScenario(app: AppContext, names: string[]): Promise<ScenarioResult> {
   await settle(app.db);
   const result: ScenarioResult = { label: 'customers', batch: [], floor: [], records: [], staged: [], phases: [], cpu: [], roundTrips: 0, alerts: [], heapGrowthMb: 0, afterGc: [], stallMs: 0 };
-  const runs = Math.max(5, Math.ceil(RUNS / 2));
-  for (let run = 0; run < runs + 1; run++) {
+  const runs = RUNS;
+  for (let run = 0; run < WARMUP + runs; run++) {
     const customers = Array.from({ length: 1000 }, (_, i) => ({
       customer_ref: `s${run}-${i}`,
       first_name: names[(run * 1000 + i) % names.length]!.split(' ')[0],
@@ -376,7 +377,7 @@ async function customerScenario(app: AppContext, names: string[]): Promise<Scena
     const alerts = await countAlerts(app.db, results.map((item) => item.id!));
     const times = await floor(app.db, 'customer', 'customers', 'customer_ref', CUSTOMER_ROW_COLUMNS, rows, logs.map((log) => (log.matched_rules as Array<{ code: string }>).map((rule) => rule.code)));
     await cleanUp(app.db, 'customers', 'customer_ref', customers.map((customer) => customer.customer_ref));
-    if (run === 0) continue;
+    if (run < WARMUP) continue;
     result.alerts.push(alerts);
     result.batch.push(elapsed);
     result.floor.push(times.full);

@@ -3,6 +3,8 @@ import test from 'ava';
 import fc from 'fast-check';
 import { parseOfac, type SanctionEntry } from '../../src/modules/screening/sanctions/importers.ts';
 import { jaroWinkler, SanctionsIndex } from '../../src/modules/screening/sanctions/matcher.ts';
+import { generateSanctionEntries } from '../../bench/generate-sanctions.ts';
+import { random } from '../../bench/random.ts';
 
 function entry(source_id: string, name: string, details: Partial<SanctionEntry> = {}): SanctionEntry {
   return { source: 'ofac', source_id, schema: 'person', name, aliases: [], birth_dates: [], nationalities: [], topics: ['sanction'], programs: [], ...details };
@@ -202,6 +204,59 @@ test('a name that shares no key with any listed name screens to nothing, and the
   t.deepEqual(two.screen({ name: 'Peter Jackson', schema: 'person' }), { score: 0, topics: [], matches: [] });
   t.is(two.screen({ name: 'Lorenzo Vittadini', schema: 'person' }).score, 100);
   t.deepEqual(two.screen({ name: 'Peter Jackson', schema: 'person' }), { score: 0, topics: [], matches: [] });
+});
+
+test('the narrowing keeps exactly the best 64 that ranking every name would keep', (t) => {
+  // The narrowing skips names that cannot beat the worst kept (WAND); ranking every listed name
+  // the plain way must keep the same names in the same order: ranks summed per query token in
+  // Float32 as the narrowing does, ties to the name listed first, other schemas left out.
+  const listed = generateSanctionEntries(3000, 11);
+  const many = SanctionsIndex.build(listed);
+  // Private parts of the index, reached on purpose: the reference needs its numbering and keys.
+  const inside = many as unknown as {
+    data: { nameEntry: Int32Array; nameAlias: Int32Array; nameTokenStart: Int32Array; nameTokens: Int32Array; tokenKeys: Int32Array; nameWeight: Float64Array };
+    queryTokens(name: string): Array<{ text: string; weight: number; primary: number; secondary: number; prefix: number }>;
+    narrow(tokens: unknown[], schema: number): number;
+    candidates: Int32Array;
+  };
+  const { nameEntry, nameAlias, nameTokenStart, nameTokens, tokenKeys, nameWeight } = inside.data;
+  const schemaCode = { unknown: 0, person: 1, organization: 2, vessel: 3, aircraft: 4 } as const;
+  const hasKey = (name: number, key: number) => {
+    if (key < 0) return false;
+    for (let at = nameTokenStart[name]!; at < nameTokenStart[name + 1]!; at++) {
+      const token = nameTokens[at]!;
+      if (tokenKeys[token * 3] === key || tokenKeys[token * 3 + 1] === key || tokenKeys[token * 3 + 2] === key) return true;
+    }
+    return false;
+  };
+  const next = random(5);
+  const queries = Array.from({ length: 300 }, (_, i) => {
+    const source = listed[Math.floor(next() * listed.length)]!;
+    const name = i % 3 === 0 ? source.name : i % 3 === 1 ? `${['Anna', 'Muhammad', 'Jose'][i % 3]} ${source.name.split(' ').at(-1)}` : source.aliases[0] ?? source.name;
+    return { name, schema: (['person', 'organization', undefined] as const)[i % 3] };
+  });
+  for (const query of queries) {
+    const tokens = inside.queryTokens(query.name);
+    const schema = query.schema ? schemaCode[query.schema] : 0;
+    const queryWeight = tokens.reduce((sum, token) => sum + token.weight, 0);
+    const ranked: Array<{ name: number; rank: number }> = [];
+    for (let name = 0; name < nameEntry.length; name++) {
+      const entrySchema = schemaCode[listed[nameEntry[name]!]!.schema];
+      if (schema !== 0 && entrySchema !== 0 && entrySchema !== schema) continue;
+      let shared = 0;
+      for (const token of tokens) {
+        const soundAlike = token.weight * (token.text.length <= 3 ? 0.2 : 0.6);
+        const credit = hasKey(name, token.prefix) ? token.weight : hasKey(name, token.primary) || (token.secondary !== token.primary && hasKey(name, token.secondary)) ? soundAlike : 0;
+        if (credit > 0) shared = Math.fround(shared + credit);
+      }
+      if (shared > 0) ranked.push({ name, rank: shared / (queryWeight + Math.fround(nameWeight[name]!)) });
+    }
+    const listedOrder = (a: number, b: number) => nameEntry[a]! - nameEntry[b]! || nameAlias[a]! - nameAlias[b]!;
+    ranked.sort((a, b) => b.rank - a.rank || listedOrder(a.name, b.name));
+    const expected = ranked.slice(0, 64).map((item) => item.name);
+    const count = inside.narrow(tokens, schema);
+    t.deepEqual(Array.from(inside.candidates.subarray(0, count)), expected, JSON.stringify(query));
+  }
 });
 
 test('the plain form survives structured cloning and screens the same', (t) => {

@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import type { Config } from '../../config.ts';
 import { onConnection } from '../../db/knex.ts';
+import { timeOrderedId } from '../../ids.ts';
 import { copyIn, rowEncoder } from '../records/sql.ts';
 import type { EvaluationResult } from '../rules/evaluate.ts';
 import { notifyCaseAlerts } from '../notifications/raise.ts';
@@ -75,7 +76,7 @@ const OPEN_CASES = openCases('json_to_recordset(?::json) as r(customer_id uuid, 
 
 /** The columns a large batch COPYs its alerts into, with their types for the COPY text. */
 const ALERT_COLUMNS = {
-  case_id: 'uuid', customer_id: 'uuid', target: 'text', record_id: 'uuid', record_ref: 'text',
+  id: 'uuid', case_id: 'uuid', customer_id: 'uuid', target: 'text', record_id: 'uuid', record_ref: 'text',
   log_id: 'uuid', kind: 'text', score: 'numeric', decision: 'text', rule_codes: 'text[]',
 };
 const ALERT_COPY = `copy alerts (${Object.keys(ALERT_COLUMNS).join(', ')}) from stdin`;
@@ -116,7 +117,8 @@ async function copyAlerts(trx: Knex.Transaction, alerts: AlertRow[]): Promise<vo
   };
   const caseOf = new Map(opened.rows.map((row) => [row.customer_id, row.id]));
   let text = '';
-  for (const alert of alerts) text += alertLine({ ...alert, case_id: caseOf.get(alert.customer_id) });
+  // Time-ordered ids append to the alerts' primary key (src/ids.ts).
+  for (const alert of alerts) text += alertLine({ ...alert, id: timeOrderedId(), case_id: caseOf.get(alert.customer_id) });
   await onConnection(trx, (connection) => copyIn(connection, ALERT_COPY, [text]));
 }
 

@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { timeOrderedId } from '../../ids.ts';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { wholeTurn } from '../../turns.ts';
 import type { Context } from 'koa';
@@ -225,8 +225,8 @@ export async function runBatch<Item extends ValidRecord, Result extends { action
     const evaluation = ruleInputs[position] ? scored[next++]! : null;
     evaluations[position] = evaluation;
     const row = plan.row(item, evaluation);
-    row.id = plan.storedId?.(item) ?? randomUUID();
-    row.log_id = evaluation ? randomUUID() : null;
+    row.id = plan.storedId?.(item) ?? timeOrderedId();
+    row.log_id = evaluation ? timeOrderedId() : null;
     row.created_by = by;
     row.updated_by = by;
     rows[position] = row;
