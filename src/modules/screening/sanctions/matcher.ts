@@ -168,14 +168,19 @@ export function jaroWinkler(a: string, b: string): number {
   }
   const transpositions = halfTranspositions >> 1;
   const jaro = (matches / lengthA + matches / lengthB + (matches - transpositions) / matches) / 3;
+  return winklerBoost(a, b, jaro);
+}
+
+/** Winkler's boost of a Jaro similarity above 0.7 by the common prefix (up to 4 characters, scale 0.1). */
+function winklerBoost(a: string, b: string, jaro: number): number {
   if (jaro <= 0.7) return jaro;
-  const prefixLimit = Math.min(4, lengthA, lengthB);
+  const prefixLimit = Math.min(4, a.length, b.length);
   let prefix = 0;
   while (prefix < prefixLimit && a.charCodeAt(prefix) === b.charCodeAt(prefix)) prefix++;
   return jaro + prefix * 0.1 * (1 - jaro);
 }
 
-/** The characters of a token as bits (code modulo 32: two characters may share a bit, which only loosens letterBound). */
+/** The characters of a token as bits (code modulo 32: two characters may share a bit, which only loosens jaroWinklerBound). */
 function characterBits(token: string): number {
   let bits = 0;
   for (let i = 0; i < token.length; i++) bits |= 1 << (token.charCodeAt(i) & 31);
@@ -198,12 +203,7 @@ function charactersIn(token: string, otherBits: number): number {
 function jaroWinklerBound(a: string, b: string, bitsA: number, bitsB: number): number {
   const matches = Math.min(charactersIn(a, bitsB), charactersIn(b, bitsA));
   if (matches === 0) return 0;
-  const jaro = (matches / a.length + matches / b.length + 1) / 3;
-  if (jaro <= 0.7) return jaro;
-  const prefixLimit = Math.min(4, a.length, b.length);
-  let prefix = 0;
-  while (prefix < prefixLimit && a.charCodeAt(prefix) === b.charCodeAt(prefix)) prefix++;
-  return jaro + prefix * 0.1 * (1 - jaro);
+  return winklerBoost(a, b, (matches / a.length + matches / b.length + 1) / 3);
 }
 
 function tokenSimilarity(a: string, b: string, soundAlike: boolean, bitsA: number, bitsB: number): number {
@@ -304,10 +304,9 @@ export class SanctionsIndex {
   private candidateBest = new Float64Array(16);
   private candidateHeard = new Uint8Array(16);
   private candidateSlots = new Int32Array(16);
-  /** Per index token: the query that last compared it (a counter) and its slot then (see pairSlot). */
+  /** Per index token: the query that last compared it (queryStamp) and its slot then (see pairSlot). */
   private readonly pairStamp: Int32Array;
   private readonly pairSlotOf: Int32Array;
-  private pairStampNow = 0;
   private pairsUsed = 0;
   private pairSimilarity = new Float64Array(256);
   private pairAgree = new Uint8Array(256);
@@ -317,10 +316,11 @@ export class SanctionsIndex {
   /** What `birthAgreement` and `nationalityAgreement` found. */
   private agreement = UNKNOWN;
   private adjustment = 0;
-  /** Per entry: the query that last met it (a counter) and its slot in that query's candidates. */
+  /** Per entry: the query that last met it (queryStamp) and its slot in that query's candidates. */
   private readonly entryStamp: Int32Array;
   private readonly entrySlot: Int32Array;
-  private entryStampNow = 0;
+  /** Counts the queries screened: what the stamps above are compared with. */
+  private queryStamp = 0;
   private readonly codeIds: Map<string, number>;
   /** Per candidate slot of the current query: its entry, best name of that entry and the name's scores. */
   private readonly slotEntry = new Int32Array(CANDIDATES_SCORED);
@@ -509,16 +509,12 @@ export class SanctionsIndex {
 
     const candidateCount = this.narrow(queryTokens, query.schema ? SCHEMA_CODES[query.schema] : 0);
     // Each entry's best-scoring name, in the order entries were first met (that order breaks ties).
-    if (this.entryStampNow === 0x7fffffff) {
+    if (this.queryStamp === 0x7fffffff) {
       this.entryStamp.fill(0);
-      this.entryStampNow = 0;
-    }
-    const stamp = ++this.entryStampNow;
-    if (this.pairStampNow === 0x7fffffff) {
       this.pairStamp.fill(0);
-      this.pairStampNow = 0;
+      this.queryStamp = 0;
     }
-    this.pairStampNow++;
+    const stamp = ++this.queryStamp;
     this.pairsUsed = 0;
     const { entryStamp, entrySlot, slotEntry, slotName, slotSimilarity, slotPhonetic, slotScore } = this;
     let slots = 0;
@@ -765,14 +761,14 @@ export class SanctionsIndex {
       const rank = shared / (queryWeight + nameWeight[name]!);
       if (kept < CANDIDATES_SCORED) {
         // Sift up from the new leaf.
-        let at = kept++;
-        heapNames[at] = name;
-        heapRanks[at] = rank;
-        while (at > 0) {
-          const parent = (at - 1) >> 1;
-          if (!this.worse(at, parent)) break;
-          swap(heapNames, heapRanks, at, parent);
-          at = parent;
+        let leaf = kept++;
+        heapNames[leaf] = name;
+        heapRanks[leaf] = rank;
+        while (leaf > 0) {
+          const parent = (leaf - 1) >> 1;
+          if (!this.worse(leaf, parent)) break;
+          swap(heapNames, heapRanks, leaf, parent);
+          leaf = parent;
         }
       } else if (rank > heapRanks[0]! || (rank === heapRanks[0] && this.listedBefore(name, heapNames[0]!))) {
         // Replace the root and sift down.
@@ -887,7 +883,7 @@ export class SanctionsIndex {
    * similarity and whether the two sound alike, at slot x query token count + query token.
    */
   private pairSlot(queryTokens: QueryToken[], candidateToken: number): number {
-    if (this.pairStamp[candidateToken] === this.pairStampNow) return this.pairSlotOf[candidateToken]!;
+    if (this.pairStamp[candidateToken] === this.queryStamp) return this.pairSlotOf[candidateToken]!;
     const { tokenText, tokenKeys } = this.data;
     const tokens = queryTokens.length;
     const slot = this.pairsUsed++;
@@ -909,7 +905,7 @@ export class SanctionsIndex {
       this.pairAgree[slot * tokens + k] = agree ? 1 : 0;
       this.pairSimilarity[slot * tokens + k] = tokenSimilarity(token.text, text, agree, token.bits, bits);
     }
-    this.pairStamp[candidateToken] = this.pairStampNow;
+    this.pairStamp[candidateToken] = this.queryStamp;
     this.pairSlotOf[candidateToken] = slot;
     return slot;
   }
