@@ -214,12 +214,18 @@ test('the narrowing keeps exactly the best 64 that ranking every name would keep
   const many = SanctionsIndex.build(listed);
   // Private parts of the index, reached on purpose: the reference needs its numbering and keys.
   const inside = many as unknown as {
-    data: { nameEntry: Int32Array; nameAlias: Int32Array; nameTokenStart: Int32Array; nameTokens: Int32Array; tokenKeys: Int32Array; nameWeight: Float64Array };
+    data: { nameEntry: Int32Array; nameAlias: Int32Array; nameTokenStart: Int32Array; nameTokens: Int32Array; tokenKeys: Int32Array; tokenWeight: Float64Array };
     queryTokens(name: string): Array<{ text: string; weight: number; primary: number; secondary: number; prefix: number }>;
     narrow(tokens: unknown[], schema: number): number;
     candidates: Int32Array;
   };
-  const { nameEntry, nameAlias, nameTokenStart, nameTokens, tokenKeys, nameWeight } = inside.data;
+  const { nameEntry, nameAlias, nameTokenStart, nameTokens, tokenKeys, tokenWeight } = inside.data;
+  // A name's weight: its tokens' weights summed in its token order, as the index sums them.
+  const nameWeight = (name: number) => {
+    let weight = 0;
+    for (let at = nameTokenStart[name]!; at < nameTokenStart[name + 1]!; at++) weight += tokenWeight[nameTokens[at]!]!;
+    return weight;
+  };
   const schemaCode = { unknown: 0, person: 1, organization: 2, vessel: 3, aircraft: 4 } as const;
   const hasKey = (name: number, key: number) => {
     if (key < 0) return false;
@@ -249,7 +255,7 @@ test('the narrowing keeps exactly the best 64 that ranking every name would keep
         const credit = hasKey(name, token.prefix) ? token.weight : hasKey(name, token.primary) || (token.secondary !== token.primary && hasKey(name, token.secondary)) ? soundAlike : 0;
         if (credit > 0) shared = Math.fround(shared + credit);
       }
-      if (shared > 0) ranked.push({ name, rank: shared / (queryWeight + Math.fround(nameWeight[name]!)) });
+      if (shared > 0) ranked.push({ name, rank: shared / (queryWeight + Math.fround(nameWeight(name))) });
     }
     const listedOrder = (a: number, b: number) => nameEntry[a]! - nameEntry[b]! || nameAlias[a]! - nameAlias[b]!;
     ranked.sort((a, b) => b.rank - a.rank || listedOrder(a.name, b.name));

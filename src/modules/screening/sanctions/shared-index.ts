@@ -8,12 +8,12 @@ import { SanctionsIndex, type PlainSanctionsIndex } from './matcher.ts';
 export interface SharedSanctionsIndex {
   version: string;
   json: Uint8Array;
-  arrays: Record<string, Int32Array | Float64Array>;
+  arrays: Record<string, Int32Array | Float32Array | Float64Array>;
 }
 
-type ArrayKey = { [K in keyof PlainSanctionsIndex]: PlainSanctionsIndex[K] extends Int32Array | Float64Array ? K : never }[keyof PlainSanctionsIndex];
+type ArrayKey = { [K in keyof PlainSanctionsIndex]: PlainSanctionsIndex[K] extends Int32Array | Float32Array | Float64Array ? K : never }[keyof PlainSanctionsIndex];
 
-function toShared<T extends Int32Array | Float64Array>(array: T): T {
+function toShared<T extends Int32Array | Float32Array | Float64Array>(array: T): T {
   const shared = new (array.constructor as { new (buffer: SharedArrayBuffer): T })(new SharedArrayBuffer(array.byteLength));
   shared.set(array);
   return shared;
@@ -21,10 +21,10 @@ function toShared<T extends Int32Array | Float64Array>(array: T): T {
 
 export function shareIndex(index: SanctionsIndex, version: string): SharedSanctionsIndex {
   const plain = index.toPlain();
-  const arrays: Record<string, Int32Array | Float64Array> = {};
+  const arrays: Record<string, Int32Array | Float32Array | Float64Array> = {};
   const rest: Record<string, unknown> = {};
   for (const [key, value] of Object.entries(plain)) {
-    if (value instanceof Int32Array || value instanceof Float64Array) arrays[key] = toShared(value);
+    if (value instanceof Int32Array || value instanceof Float32Array || value instanceof Float64Array) arrays[key] = toShared(value);
     else rest[key] = value;
   }
   const bytes = new TextEncoder().encode(JSON.stringify(rest));
