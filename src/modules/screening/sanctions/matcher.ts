@@ -86,9 +86,10 @@ export type IndexedEntry = Omit<SanctionEntry, 'programs' | 'remarks'>;
 
 /**
  * The index as plain data for handing to worker threads: typed arrays, strings and the entries.
- * It survives structured cloning, and the typed arrays may live in SharedArrayBuffers: `fromPlain` reads them and never writes, and only rebuilds two lookup
- * maps and its own scratch space (tens of milliseconds for 100,000 entries; moving the entries
- * to the worker costs more).
+ * It survives structured cloning, and the typed arrays may live in SharedArrayBuffers:
+ * `fromPlain` reads them and never writes, and only rebuilds two lookup maps and its own
+ * scratch space (tens of milliseconds for 100,000 entries; moving the entries to the worker
+ * costs more).
  */
 export interface PlainSanctionsIndex {
   entries: IndexedEntry[];
