@@ -8,6 +8,7 @@ import { randomUUID } from 'node:crypto';
 import { COPY_FROM_LOGS } from '../../src/modules/records/sql.ts';
 import { COPY_FROM_ALERTS } from '../../src/modules/cases/alerts.ts';
 import { buildDecisionContext } from '../../src/modules/rules/evaluate.ts';
+import { storedDecisionContext } from '../../src/modules/cases/context.ts';
 import { computeAggregates, type AggregateItem } from '../../src/modules/transaction/aggregates.ts';
 import { random } from '../../bench/random.ts';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
@@ -78,18 +79,19 @@ test.serial('the decision context of a large batch is the one buildDecisionConte
   const log = await app.database.knex('execution_logs').where({ id: results[LARGE - 1]!.log_id }).first();
   const stored = await app.database.knex('financial_transactions').where({ transaction_ref: `ctx-${LARGE - 1}` }).first();
   const customer = await app.database.knex('customers').where({ customer_ref: 'h-3' }).first();
+  const context = storedDecisionContext(log.data_context);
   const expected = buildDecisionContext({
     target: 'financial',
-    record: log.data_context.transaction,
-    customer: log.data_context.customer,
+    record: context.transaction,
+    customer: context.customer,
     event: { slug: 'deposit', name: 'deposit', type: 1 },
-    aggregates: log.data_context.aggregates,
+    aggregates: context.aggregates as Record<string, number | null>,
   });
-  t.deepEqual(log.data_context, expected);
-  t.is(log.data_context.transaction.amount, 7000);
-  t.is(log.data_context.transaction.transaction_ref, stored.transaction_ref);
-  t.is(log.data_context.customer.customer_ref, customer.customer_ref);
-  t.is(log.data_context.aggregates.count_1h, (LARGE - 1 - 1) / 2);
+  t.deepEqual(context, expected);
+  t.is(context.transaction.amount, 7000);
+  t.is(context.transaction.transaction_ref, stored.transaction_ref);
+  t.is(context.customer.customer_ref, customer.customer_ref);
+  t.is(context.aggregates.count_1h, (LARGE - 1 - 1) / 2);
 });
 
 test.serial('a large batch COPYs its alerts: one per REVIEW or REJECT record, refs intact, each in its customer\'s open case', async (t) => {
@@ -259,7 +261,7 @@ test.serial('dates without a zone, which the service reads as UTC and Date.parse
     t.is(response.status, 200);
     const logIds = response.body.data.results.map((result: { log_id: string }) => result.log_id);
     const logs = await app.database.knex('execution_logs').whereIn('id', logIds);
-    const contexts = logIds.map((id: string) => logs.find((log) => log.id === id).data_context.aggregates);
+    const contexts = logIds.map((id: string) => storedDecisionContext(logs.find((log) => log.id === id).data_context).aggregates);
     await app.database.knex('execution_logs').whereIn('id', logIds).delete();
     await app.database.knex('financial_transactions').where('transaction_ref', 'like', 'tz-%').delete();
     return contexts;
@@ -292,5 +294,5 @@ test.serial('a record skipped by validation does not hide its stored version fro
   const [skipped, scored] = response.body.data.results;
   t.is(skipped.action, 'skipped');
   const log = await app.database.knex('execution_logs').where({ id: scored.log_id }).first();
-  t.deepEqual(log.data_context.aggregates, expected);
+  t.deepEqual(storedDecisionContext(log.data_context).aggregates, expected);
 });

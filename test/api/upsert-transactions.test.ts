@@ -1,5 +1,6 @@
 import test from 'ava';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
+import { storedDecisionContext } from '../../src/modules/cases/context.ts';
 import { defineEvents, hoursAgo, loadRuleSet , countRows } from '../helpers/fixtures.ts';
 
 const FINANCIAL = '/api/transaction/financial/upsert/';
@@ -170,7 +171,7 @@ test('aggregates count stored history and the batch’s own earlier records in e
   });
   const [v1, v2] = batch.body.data.results;
   const logs = await app.database.knex('execution_logs').whereIn('id', [v1.log_id, v2.log_id]);
-  const context = (id: string) => logs.find((log: { id: string }) => log.id === id).data_context.aggregates;
+  const context = (id: string) => storedDecisionContext(logs.find((log: { id: string }) => log.id === id).data_context).aggregates;
   t.is(context(v2.log_id).count_1h, 1);
   t.is(context(v2.log_id).sum_debit_24h, 600);
   t.is(context(v1.log_id).count_1h, 2);
@@ -186,7 +187,7 @@ test('aggregates count stored history and the batch’s own earlier records in e
     json: financial({ customer_ref: 'velocity', transaction_ref: 'v-1', amount: 10, io_type: 1, event_date: hoursAgo(0.1) }),
   });
   const resentLog = await app.database.knex('execution_logs').where({ id: resent.body.data.results[0].log_id }).first();
-  t.is(resentLog.data_context.aggregates.count_1h, 2);
+  t.is(storedDecisionContext(resentLog.data_context).aggregates.count_1h, 2);
 });
 
 test('a ref repeated within one batch is stored once, the last occurrence winning', async (t) => {

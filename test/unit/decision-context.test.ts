@@ -1,7 +1,8 @@
 import test from 'ava';
 import type { EvaluationInput } from '../../src/modules/rules/definitions.ts';
-import { decisionContextOf } from '../../src/modules/cases/context.ts';
-import { buildDecisionContext, DecisionContextWriter } from '../../src/modules/rules/evaluate.ts';
+import { decisionContextOf, storedDecisionContext } from '../../src/modules/cases/context.ts';
+import { AGGREGATE_NAMES } from '../../src/modules/rules/definitions.ts';
+import { AGGREGATE_ORDERS, buildDecisionContext, DecisionContextWriter, NEWEST_AGGREGATE_ORDER } from '../../src/modules/rules/evaluate.ts';
 
 const customer = { customer_ref: 'c-1', sanction_topic: ['pep', 'crime'], registered: new Date('2024-05-06T07:08:09Z'), nested: { a: { b: null } }, empty: {} };
 const event = { slug: 'deposit', name: 'Deposit', type: 1 };
@@ -13,11 +14,29 @@ const inputs: EvaluationInput[] = [
   { target: 'customer', record: { customer_ref: 'c-2' }, customer: { customer_ref: 'c-2', score: 3 }, event: null, aggregates: {} },
 ];
 
-test('the context text is JSON.stringify of buildDecisionContext, shared customers and events included', (t) => {
+/** Every aggregate, as the batch computes them: numbers, a null, a fraction. */
+const fullAggregates = Object.fromEntries(AGGREGATE_NAMES.map((name, position) => [name, name === 'days_since_first_transaction' ? null : position + 0.25]));
+
+test('the context text reads back as buildDecisionContext, shared customers and events included', (t) => {
   const writer = new DecisionContextWriter();
-  for (const input of inputs) t.is(writer.json(input), JSON.stringify(buildDecisionContext(input)));
+  const all = [...inputs, { ...inputs[0]!, aggregates: fullAggregates }];
+  for (const input of all) t.deepEqual(storedDecisionContext(writer.json(input)), JSON.parse(JSON.stringify(buildDecisionContext(input))));
   // The same customer object again is served from the writer's cache, still equal.
-  t.is(writer.json(inputs[0]!), JSON.stringify(buildDecisionContext(inputs[0]!)));
+  t.deepEqual(storedDecisionContext(writer.json(inputs[0]!)), JSON.parse(JSON.stringify(buildDecisionContext(inputs[0]!))));
+  // Aggregates of any other shape are stored as they are.
+  t.deepEqual(JSON.parse(writer.json(inputs[0]!)).aggregates, { count_1h: 2, avg_amount_30d: null });
+});
+
+test('a full set of aggregates is stored as its values in the newest order, which holds every aggregate name in order', (t) => {
+  t.deepEqual(AGGREGATE_ORDERS[NEWEST_AGGREGATE_ORDER], AGGREGATE_NAMES);
+  const stored = JSON.parse(new DecisionContextWriter().json({ ...inputs[0]!, aggregates: fullAggregates }));
+  t.deepEqual(stored.aggregates, { order: NEWEST_AGGREGATE_ORDER, values: AGGREGATE_NAMES.map((name) => fullAggregates[name]) });
+  // Non-finite values as JSON writes them.
+  const infinite = JSON.parse(new DecisionContextWriter().json({ ...inputs[0]!, aggregates: { ...fullAggregates, sum_1h: Infinity } }));
+  t.is(infinite.aggregates.values[AGGREGATE_NAMES.indexOf('sum_1h')], null);
+  // A log stored before the compact form, and one naming an order this version does not know, read as stored.
+  t.deepEqual(decisionContextOf({ aggregates: { count_1h: 3 } }).aggregates, { count_1h: 3 });
+  t.deepEqual(decisionContextOf({ aggregates: { order: 99, values: [1] } }).aggregates, { order: 99, values: [1] } as never);
 });
 
 test('the shared parts are cached per object, so a changed object is a new entry', (t) => {

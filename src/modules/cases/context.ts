@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import type { DecisionContext, FlatValues } from '../rules/evaluate.ts';
+import { storedAggregates, type DecisionContext, type FlatValues } from '../rules/evaluate.ts';
 
 const SECTIONS = ['transaction', 'customer', 'aggregates', 'event'] as const;
 
@@ -18,18 +18,25 @@ function apiValues(values: FlatValues): FlatValues {
 
 /**
  * The data_context of an execution log as the rules saw it: the batch stores it whole (the JSON
- * text of the rules module's DecisionContextWriter, four flat key/value sets), so it is read back
- * as stored, never rebuilt from the record's present state; only timestamps are put in the API's
- * form. A missing section reads as empty.
+ * text of the rules module's DecisionContextWriter, four flat key/value sets, the aggregates in
+ * their compact form), so it is read back as stored, never rebuilt from the record's present
+ * state. A missing section reads as empty.
  */
-export function decisionContextOf(stored: unknown): DecisionContext {
+export function storedDecisionContext(stored: unknown): DecisionContext {
   const parsed = typeof stored === 'string' ? (JSON.parse(stored) as unknown) : stored;
   const source = parsed !== null && typeof parsed === 'object' && !Array.isArray(parsed) ? (parsed as Record<string, unknown>) : {};
   const context = {} as DecisionContext;
   for (const section of SECTIONS) {
-    const values = source[section];
-    context[section] = values !== null && typeof values === 'object' && !Array.isArray(values) ? apiValues(values as FlatValues) : {};
+    const values = section === 'aggregates' ? storedAggregates(source[section]) : source[section];
+    context[section] = values !== null && typeof values === 'object' && !Array.isArray(values) ? (values as FlatValues) : {};
   }
+  return context;
+}
+
+/** storedDecisionContext with timestamps in the API's form. */
+export function decisionContextOf(stored: unknown): DecisionContext {
+  const context = storedDecisionContext(stored);
+  for (const section of SECTIONS) context[section] = apiValues(context[section]);
   return context;
 }
 

@@ -125,7 +125,7 @@ export class DecisionContextWriter {
 
   json(input: EvaluationInput): string {
     const transaction = input.target === 'customer' ? '{}' : flatJson(input.record);
-    return `{"transaction":${transaction},"customer":${this.shared(input.customer)},"aggregates":${flatJson(input.aggregates)},"event":${this.shared(input.event)}}`;
+    return `{"transaction":${transaction},"customer":${this.shared(input.customer)},"aggregates":${aggregatesJson(input.aggregates)},"event":${this.shared(input.event)}}`;
   }
 
   private shared(source: object | null): string {
@@ -134,6 +134,61 @@ export class DecisionContextWriter {
     if (json === undefined) this.parts.set(source, (json = flatJson(source)));
     return json;
   }
+}
+
+/**
+ * The orders in which a stored context may list the aggregates' values: `{"order":1,"values":[...]}`
+ * instead of an object that repeats every aggregate's name in every execution log (about half of
+ * a financial log's context). An order never changes once logs use it: when AGGREGATE_NAMES
+ * changes, a new order is added (a unit test holds the newest equal to AGGREGATE_NAMES), and
+ * aggregates in no known order are stored as an object, as they always could be.
+ */
+export const AGGREGATE_ORDERS: Readonly<Record<number, readonly string[]>> = Object.freeze({
+  1: Object.freeze([
+    ...['1h', '24h', '7d', '30d'].flatMap((window) => [
+      `count_${window}`,
+      `sum_${window}`,
+      `count_credit_${window}`,
+      `sum_credit_${window}`,
+      `count_debit_${window}`,
+      `sum_debit_${window}`,
+    ]),
+    'distinct_devices_24h',
+    'distinct_devices_30d',
+    'distinct_ips_24h',
+    'distinct_ips_30d',
+    'distinct_countries_24h',
+    'distinct_countries_30d',
+    'days_since_first_transaction',
+    'avg_amount_30d',
+  ]),
+});
+export const NEWEST_AGGREGATE_ORDER = 1;
+
+/** The aggregates' JSON in the newest order's compact form when they are its names in its order, numbers or null; otherwise as flatJson writes them. */
+function aggregatesJson(aggregates: Record<string, unknown>): string {
+  const order = AGGREGATE_ORDERS[NEWEST_AGGREGATE_ORDER]!;
+  let position = 0;
+  let values = '';
+  for (const key in aggregates) {
+    const value = aggregates[key];
+    if (key !== order[position] || (value !== null && typeof value !== 'number')) return flatJson(aggregates);
+    // As JSON.stringify writes a number (a non-finite one as null, as flatten keeps it).
+    values += `${position === 0 ? '' : ','}${value === null || !Number.isFinite(value) ? 'null' : String(value)}`;
+    position++;
+  }
+  return position === order.length ? `{"order":${NEWEST_AGGREGATE_ORDER},"values":[${values}]}` : flatJson(aggregates);
+}
+
+/** A stored context's aggregates section as the rules saw it: the compact form (see AGGREGATE_ORDERS) expanded, an object as it is. */
+export function storedAggregates(section: unknown): FlatValues | null {
+  if (section === null || typeof section !== 'object' || Array.isArray(section)) return null;
+  const { order, values } = section as { order?: unknown; values?: unknown };
+  const names = typeof order === 'number' ? AGGREGATE_ORDERS[order] : undefined;
+  if (!names || !Array.isArray(values) || values.length !== names.length || Object.keys(section).length !== 2) return section as FlatValues;
+  const aggregates: FlatValues = {};
+  names.forEach((name, position) => (aggregates[name] = values[position] as FlatValue));
+  return aggregates;
 }
 
 /**
