@@ -32,27 +32,39 @@ export interface RuleDefinition extends RuleInput {
 const WINDOWS = ['1h', '24h', '7d', '30d'] as const;
 
 /**
- * Every aggregate the batch query computes over the customer's earlier financial transactions.
- * A rule naming anything else is refused at load time, so a typo cannot silently read null.
+ * The orders in which a stored decision context may list the aggregates' values
+ * (`{"order":1,"values":[...]}`, see rules/evaluate.ts aggregatesJson). An order never changes once
+ * logs use it: a new aggregate means a new order (its predecessor's names, then the new ones),
+ * which becomes the newest, and logs stored in the old one still read by it.
  */
-export const AGGREGATE_NAMES: readonly string[] = Object.freeze([
-  ...WINDOWS.flatMap((window) => [
-    `count_${window}`,
-    `sum_${window}`,
-    `count_credit_${window}`,
-    `sum_credit_${window}`,
-    `count_debit_${window}`,
-    `sum_debit_${window}`,
+export const AGGREGATE_ORDERS: Readonly<Record<number, readonly string[]>> = Object.freeze({
+  1: Object.freeze([
+    ...WINDOWS.flatMap((window) => [
+      `count_${window}`,
+      `sum_${window}`,
+      `count_credit_${window}`,
+      `sum_credit_${window}`,
+      `count_debit_${window}`,
+      `sum_debit_${window}`,
+    ]),
+    'distinct_devices_24h',
+    'distinct_devices_30d',
+    'distinct_ips_24h',
+    'distinct_ips_30d',
+    'distinct_countries_24h',
+    'distinct_countries_30d',
+    'days_since_first_transaction',
+    'avg_amount_30d',
   ]),
-  'distinct_devices_24h',
-  'distinct_devices_30d',
-  'distinct_ips_24h',
-  'distinct_ips_30d',
-  'distinct_countries_24h',
-  'distinct_countries_30d',
-  'days_since_first_transaction',
-  'avg_amount_30d',
-]);
+});
+export const NEWEST_AGGREGATE_ORDER = 1;
+
+/**
+ * Every aggregate the batch query computes over the customer's earlier financial transactions,
+ * in the newest order. A rule naming anything else is refused at load time, so a typo cannot
+ * silently read null.
+ */
+export const AGGREGATE_NAMES: readonly string[] = AGGREGATE_ORDERS[NEWEST_AGGREGATE_ORDER]!;
 
 const KNOWN_AGGREGATES: ReadonlySet<string> = new Set(AGGREGATE_NAMES);
 const EVENT_FIELDS: ReadonlySet<string> = new Set(['slug', 'name', 'type']);

@@ -1,5 +1,5 @@
 import { CompiledRuleSet, compileRuleSet, describeRuleError, type CompiledRule } from './compiler.ts';
-import type { Decision, EvaluationInput, RuleDefinition } from './definitions.ts';
+import { AGGREGATE_ORDERS, NEWEST_AGGREGATE_ORDER, type Decision, type EvaluationInput, type RuleDefinition } from './definitions.ts';
 
 export interface Thresholds {
   /** A score from this value on gives REVIEW. */
@@ -137,35 +137,11 @@ export class DecisionContextWriter {
 }
 
 /**
- * The orders in which a stored context may list the aggregates' values: `{"order":1,"values":[...]}`
- * instead of an object that repeats every aggregate's name in every execution log (about half of
- * a financial log's context). An order never changes once logs use it: when AGGREGATE_NAMES
- * changes, a new order is added (a unit test holds the newest equal to AGGREGATE_NAMES), and
- * aggregates in no known order are stored as an object, as they always could be.
+ * The aggregates' JSON as their values in the newest order (AGGREGATE_ORDERS), instead of an object
+ * that repeats every aggregate's name in every execution log (about half of a financial log's
+ * context). The compact form when the aggregates are the newest order's names in its order,
+ * numbers or null; otherwise as flatJson writes them.
  */
-export const AGGREGATE_ORDERS: Readonly<Record<number, readonly string[]>> = Object.freeze({
-  1: Object.freeze([
-    ...['1h', '24h', '7d', '30d'].flatMap((window) => [
-      `count_${window}`,
-      `sum_${window}`,
-      `count_credit_${window}`,
-      `sum_credit_${window}`,
-      `count_debit_${window}`,
-      `sum_debit_${window}`,
-    ]),
-    'distinct_devices_24h',
-    'distinct_devices_30d',
-    'distinct_ips_24h',
-    'distinct_ips_30d',
-    'distinct_countries_24h',
-    'distinct_countries_30d',
-    'days_since_first_transaction',
-    'avg_amount_30d',
-  ]),
-});
-export const NEWEST_AGGREGATE_ORDER = 1;
-
-/** The aggregates' JSON in the newest order's compact form when they are its names in its order, numbers or null; otherwise as flatJson writes them. */
 function aggregatesJson(aggregates: Record<string, unknown>): string {
   const order = AGGREGATE_ORDERS[NEWEST_AGGREGATE_ORDER]!;
   let position = 0;
