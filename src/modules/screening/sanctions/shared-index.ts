@@ -5,15 +5,18 @@ import { SanctionsIndex, type PlainSanctionsIndex } from './matcher.ts';
  * every task costs nothing: typed arrays share their memory, and the string and entry parts are
  * one JSON text in shared bytes that each worker parses once per list version.
  */
+/** The kinds of typed array the index is made of. */
+type IndexArray = Int32Array | Float32Array | Float64Array;
+
 export interface SharedSanctionsIndex {
   version: string;
   json: Uint8Array;
-  arrays: Record<string, Int32Array | Float32Array | Float64Array>;
+  arrays: Record<string, IndexArray>;
 }
 
-type ArrayKey = { [K in keyof PlainSanctionsIndex]: PlainSanctionsIndex[K] extends Int32Array | Float32Array | Float64Array ? K : never }[keyof PlainSanctionsIndex];
+type ArrayKey = { [K in keyof PlainSanctionsIndex]: PlainSanctionsIndex[K] extends IndexArray ? K : never }[keyof PlainSanctionsIndex];
 
-function toShared<T extends Int32Array | Float32Array | Float64Array>(array: T): T {
+function toShared<T extends IndexArray>(array: T): T {
   const shared = new (array.constructor as { new (buffer: SharedArrayBuffer): T })(new SharedArrayBuffer(array.byteLength));
   shared.set(array);
   return shared;
@@ -21,7 +24,7 @@ function toShared<T extends Int32Array | Float32Array | Float64Array>(array: T):
 
 export function shareIndex(index: SanctionsIndex, version: string): SharedSanctionsIndex {
   const plain = index.toPlain();
-  const arrays: Record<string, Int32Array | Float32Array | Float64Array> = {};
+  const arrays: Record<string, IndexArray> = {};
   const rest: Record<string, unknown> = {};
   for (const [key, value] of Object.entries(plain)) {
     if (value instanceof Int32Array || value instanceof Float32Array || value instanceof Float64Array) arrays[key] = toShared(value);
