@@ -11,7 +11,8 @@ export async function benchDatabaseUrl(): Promise<{ url: string; stop(): Promise
   if (process.env.DATABASE_URL) return { url: process.env.DATABASE_URL, stop: async () => {} };
   const dataDir = await fs.mkdtemp(path.join(os.tmpdir(), 'warden-bench-'));
   await fs.chmod(dataDir, 0o755);
-  const embedded = await startEmbeddedPostgres({ dataDir, port: 30000 + Math.floor(Math.random() * 10000) });
+  // Below Linux's ephemeral range (32768-60999), where an outgoing connection's local port could take it first.
+  const embedded = await startEmbeddedPostgres({ dataDir, port: 26000 + Math.floor(Math.random() * 6000) });
   return {
     url: embedded.url,
     async stop() {
