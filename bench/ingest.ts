@@ -354,8 +354,7 @@ async function httpScenario(app: AppContext): Promise<{ warden: number[]; echo: 
 async function customerScenario(app: AppContext, names: string[]): Promise<ScenarioResult> {
   await settle(app.db);
   const result: ScenarioResult = { label: 'customers', batch: [], floor: [], records: [], staged: [], phases: [], cpu: [], roundTrips: 0, alerts: [], heapGrowthMb: 0, afterGc: [], stallMs: 0 };
-  const runs = RUNS;
-  for (let run = 0; run < WARMUP + runs; run++) {
+  for (let run = 0; run < WARMUP + RUNS; run++) {
     const customers = Array.from({ length: 1000 }, (_, i) => ({
       customer_ref: `s${run}-${i}`,
       first_name: names[(run * 1000 + i) % names.length]!.split(' ')[0],

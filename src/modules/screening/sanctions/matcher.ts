@@ -730,11 +730,11 @@ export class SanctionsIndex {
    * into the heap that holds `kept` names; returns how many it holds after.
    */
   private walk(queryTokens: QueryToken[], queryWeight: number, first: number, end: number, kept: number): number {
-    const { postings, postingWeight, nameListed } = this.data;
+    const { nameListed } = this.data;
     const tokens = queryTokens.length;
     const cursors = this.openCursors(queryTokens, first, end);
     if (cursors === 0) return kept;
-    const { cursorAt, cursorEnd, cursorName, cursorWeight, cursorCredit, cursorToken, cursorOrder, heapNames, heapRanks, heapListed, tokenCredit } = this;
+    const { cursorAt, cursorName, cursorWeight, cursorCredit, cursorToken, cursorOrder, heapNames, heapRanks, heapListed, tokenCredit } = this;
     for (;;) {
       const lightest = cursorName[cursorOrder[0]!]!;
       if (lightest === NO_NAME) break;
@@ -777,11 +777,7 @@ export class SanctionsIndex {
         if (cursorName[cursor] !== name) break;
         const token = cursorToken[cursor]!;
         if (cursorCredit[cursor]! > tokenCredit[token]!) tokenCredit[token] = cursorCredit[cursor]!;
-        const next = ++cursorAt[cursor]!;
-        if (next < cursorEnd[cursor]!) {
-          cursorName[cursor] = postings[next]!;
-          cursorWeight[cursor] = postingWeight[next]!;
-        } else cursorName[cursor] = NO_NAME;
+        this.moveCursor(cursor, cursorAt[cursor]! + 1);
       }
       let shared = 0;
       for (let token = 0; token < tokens; token++) if (tokenCredit[token]! > 0) shared = Math.fround(shared + tokenCredit[token]!);
@@ -836,7 +832,7 @@ export class SanctionsIndex {
    * `cursorOrder` holds them sorted by current name.
    */
   private openCursors(queryTokens: QueryToken[], first: number, end: number): number {
-    const { postingStart, postings, postingWeight } = this.data;
+    const { postingStart, postings } = this.data;
     const needed = queryTokens.length * 3;
     if (this.cursorAt.length < needed) {
       this.cursorAt = new Int32Array(needed);
@@ -858,10 +854,8 @@ export class SanctionsIndex {
         const stop = lowerBound(postings, start, postingStart[key + 1]!, end);
         if (start === stop) continue;
         const cursor = cursors++;
-        this.cursorAt[cursor] = start;
         this.cursorEnd[cursor] = stop;
-        this.cursorName[cursor] = postings[start]!;
-        this.cursorWeight[cursor] = postingWeight[start]!;
+        this.moveCursor(cursor, start);
         this.cursorCredit[cursor] = list === 0 ? token.weight : soundAlikeWeight;
         this.cursorToken[cursor] = index;
         this.cursorOrder[cursor] = cursor;
@@ -901,10 +895,15 @@ export class SanctionsIndex {
       if (postings[middle]! < target) low = middle + 1;
       else high = middle;
     }
-    this.cursorAt[cursor] = low;
-    if (low < end) {
-      this.cursorName[cursor] = postings[low]!;
-      this.cursorWeight[cursor] = this.data.postingWeight[low]!;
+    this.moveCursor(cursor, low);
+  }
+
+  /** Puts a cursor at position `at` of its list: its name and weight there, or NO_NAME past its end. */
+  private moveCursor(cursor: number, at: number): void {
+    this.cursorAt[cursor] = at;
+    if (at < this.cursorEnd[cursor]!) {
+      this.cursorName[cursor] = this.data.postings[at]!;
+      this.cursorWeight[cursor] = this.data.postingWeight[at]!;
     } else this.cursorName[cursor] = NO_NAME;
   }
 
