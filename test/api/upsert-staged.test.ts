@@ -1,8 +1,10 @@
 /**
- * Large batches write their records by COPY into a staging table (records/sql.ts), small ones by
- * one json_to_recordset statement. Both must store the same values: the same records sent in a
- * small batch and in a large one come out identical, column by column, for every column type
- * (text with tabs, backslashes and quotes, numerics, dates, times, booleans, jsonb, text[]).
+ * Large batches write their records by COPY (records/sql.ts): straight into the table when the
+ * batch's reads found none of them stored, else into a staging table and upserted from there;
+ * small ones by one json_to_recordset statement. Every way must store the same values: the same
+ * records sent in a small batch and in a large one come out identical, column by column, for
+ * every column type (text with tabs, backslashes and quotes, numerics, dates, times, booleans,
+ * jsonb, text[]), and so do they when the large batch is sent again (staged and upserted).
  */
 import test from 'ava';
 import { randomUUID } from 'node:crypto';
@@ -88,7 +90,7 @@ function customer(ref: string, index: number): Record<string, unknown> {
   };
 }
 
-test.serial('financial records: a large batch (COPY into staging) stores what a small one (json_to_recordset) stores', async (t) => {
+test.serial('financial records: a large batch (COPY, new and again staged) stores what a small one (json_to_recordset) stores', async (t) => {
   await app.request('POST', '/api/customer/upsert/', { token, json: [{ customer_ref: 'st-1' }, { customer_ref: 'st-2' }] });
   const smallRefs = Array.from({ length: SMALL }, (_, index) => `small-${index}`);
   const largeRefs = Array.from({ length: LARGE }, (_, index) => `large-${index}${index === 3 ? '\t\\x' : ''}`);
@@ -105,9 +107,13 @@ test.serial('financial records: a large batch (COPY into staging) stores what a 
   t.is(largeRows[1]!.event_description, awkward);
   t.is((largeRows[1]!.metadata as Record<string, unknown>)['\\key'], true);
   t.is((await app.database.knex('financial_transactions').where({ transaction_ref: 'large-3\t\\x' }).first())?.device_id, 'dev\t3');
+  // Sent again, the batch is staged and upserted over itself: the same values.
+  const again = await app.request('POST', '/api/transaction/financial/upsert/', { token, json: largeRefs.map((ref, index) => financial(ref, index)) });
+  t.true(again.body.data.results.every((result: { action: string }) => result.action === 'updated'));
+  t.deepEqual(withoutScores(await storedValues('financial_transactions', 'transaction_ref', largeRefs.slice(0, SMALL))), withoutScores(smallRows));
 });
 
-test.serial('customers: a large batch (COPY into staging) stores what a small one stores, text[] topics and jsonb matches included', async (t) => {
+test.serial('customers: a large batch (COPY, new and again staged) stores what a small one stores, text[] topics and jsonb matches included', async (t) => {
   const smallRefs = Array.from({ length: SMALL }, (_, index) => `cs-small-${index}`);
   const largeRefs = Array.from({ length: LARGE }, (_, index) => `cs-large-${index}`);
   const small = await app.request('POST', '/api/customer/upsert/', { token, json: smallRefs.map((ref, index) => customer(ref, index)) });
@@ -120,6 +126,9 @@ test.serial('customers: a large batch (COPY into staging) stores what a small on
   t.deepEqual(largeRows[1]!.sanction_topic, ['sanction', 'pep "quoted"', 'back\\slash']);
   t.true((largeRows[1]!.sanction_matches as unknown[]).length > 0);
   t.is(largeRows[0]!.first_name, awkward.slice(0, 90));
+  const again = await app.request('POST', '/api/customer/upsert/', { token, json: largeRefs.map((ref, index) => customer(ref, index)) });
+  t.true(again.body.data.results.every((result: { action: string }) => result.action === 'updated'));
+  t.deepEqual(await storedValues('customers', 'customer_ref', largeRefs.slice(0, SMALL)), smallRows);
 });
 
 test.serial('a large batch\'s logs name the stored records: guessed from the batch\'s reads, corrected where the guess was wrong', async (t) => {
@@ -142,7 +151,12 @@ test.serial('a large batch\'s logs name the stored records: guessed from the bat
   const elsewhere = await upsertTransactions(app.context, FINANCIAL, [{ ...financial('elsewhere-0', 0), customer_ref: 'st-3' }], ACTOR);
   const traced = new BatchTrace();
   const corrected = await upsertTransactions(app.context, FINANCIAL, refs.map((ref, index) => financial(index === 0 ? 'elsewhere-0' : `${ref}-again`, index)), ACTOR, Date.now(), traced);
+  // The read found none of them stored, so the batch was copied straight in until PostgreSQL refused elsewhere-0.
+  t.true('write: BEGIN, new rows refused (one was stored), so staged and upserted, logs built meanwhile' in traced.phases);
   t.true('write: logs of records stored meanwhile corrected' in traced.phases);
+  t.is(corrected[0]!.action, 'updated');
+  t.true(corrected.slice(1).every((result) => result.action === 'created'));
+  t.is(Number((await app.database.knex('financial_transactions').where({ transaction_ref: 'elsewhere-0' }).count('* as n').first())!.n), 1);
   t.is(corrected[0]!.id, elsewhere[0]!.id);
   t.is((await app.database.knex('execution_logs').where({ id: corrected[0]!.log_id }).first())?.record_id, elsewhere[0]!.id);
 
@@ -153,6 +167,7 @@ test.serial('a large batch\'s logs name the stored records: guessed from the bat
   const customerTrace = new BatchTrace();
   const resent = await upsertCustomers(app.context, customerRefs.map((ref, index) => customer(ref, index)), ACTOR, customerTrace);
   t.false('write: logs of records stored meanwhile corrected' in customerTrace.phases);
+  t.true('write: BEGIN, rows staged and upserted, logs built meanwhile' in customerTrace.phases);
   t.true(resent.every((result) => result.action === 'updated'));
   const idOf = new Map(before.map((row) => [row.customer_ref as string, row.id as string]));
   for (const result of resent) t.is(idOf.get(result.customer_ref!), result.id as string | undefined);
@@ -194,6 +209,71 @@ test.serial('two large writes of one table in one transaction each upsert their 
   }
 });
 
+test.serial('rows taken for new that were stored are upserted after all: the refused COPY is undone to its savepoint, the caller\'s earlier writes kept', async (t) => {
+  const knex = app.database.knex;
+  await knex.raw(`create table new_probe (id uuid primary key, ref text unique, log_id uuid, value text, created_by text, updated_by text, updated_at timestamptz)`);
+  try {
+    const columns = { id: 'uuid', ref: 'text', log_id: 'uuid', value: 'text', created_by: 'text', updated_by: 'text' };
+    const rowsOf = (from: number, value: string) =>
+      Array.from({ length: LARGE }, (_, index) => ({ id: randomUUID(), ref: `p-${from + index}`, log_id: randomUUID(), value, created_by: 't', updated_by: 't' }));
+    const logsOf = (rows: Array<Record<string, unknown>>) => ({
+      count: rows.length,
+      build: (start: number, end: number) =>
+        rows.slice(start, end).map((row) => ({
+          id: row.log_id as string, target: 'financial' as const, recordRef: row.ref as string, score: 0, decision: 'ACCEPT',
+          matchedRules: '[]', ruleVersionSet: null, ruleErrors: '[]', dataContext: '{}', durationUs: 1, actor: 'new-probe',
+        })),
+    });
+    const first = rowsOf(0, 'first');
+    const firstTrace = new BatchTrace();
+    const created = await upsertRowsWithLogs(knex, 'new_probe', 'ref', columns, first, logsOf(first), firstTrace, { allNew: true });
+    t.true('write: BEGIN, new rows copied into the table, logs built meanwhile' in firstTrace.phases);
+    t.true(created.every((row, index) => row.inserted && row.id === first[index]!.id));
+
+    // Half of these are stored already (p-20 onwards), though the caller takes them all for new.
+    const second = rowsOf(LARGE / 2, 'second');
+    const trace = new BatchTrace();
+    const stored = await knex.transaction(async (trx) => {
+      await trx('new_probe').insert({ id: randomUUID(), ref: 'before', value: 'kept' });
+      return upsertRowsWithLogs(trx, 'new_probe', 'ref', columns, second, logsOf(second), trace, { allNew: true });
+    });
+    t.true('write: BEGIN, new rows refused (one was stored), so staged and upserted, logs built meanwhile' in trace.phases);
+    const firstIds = new Map(first.map((row) => [row.ref, row.id]));
+    second.forEach((row, index) => {
+      const storedBefore = firstIds.get(row.ref);
+      t.is(stored[index]!.inserted, storedBefore === undefined);
+      t.is(stored[index]!.id, storedBefore ?? row.id);
+    });
+    t.is((await knex('new_probe').where({ ref: 'before' }).first())?.value, 'kept');
+    t.is(Number((await knex('new_probe').count('* as n').first())!.n), LARGE + LARGE / 2 + 1);
+    t.is(Number((await knex('new_probe').where({ value: 'second' }).count('* as n').first())!.n), LARGE);
+    // Every log names the record stored under its ref, the corrected ones included.
+    const logs = await knex('execution_logs as l').join('new_probe as p', 'p.ref', 'l.record_ref').where({ 'l.actor': 'new-probe' }).select('l.record_id', 'p.id');
+    t.is(logs.length, 2 * LARGE);
+    t.true(logs.every((log) => log.record_id === log.id));
+  } finally {
+    await knex.raw('drop table new_probe');
+    await knex('execution_logs').where({ actor: 'new-probe' }).delete();
+  }
+});
+
+test.serial('two large batches sending the same new refs at once both succeed: each ref stored once, created by one and updated by the other', async (t) => {
+  await app.request('POST', '/api/customer/upsert/', { token, json: [{ customer_ref: 'st-1' }, { customer_ref: 'st-2' }] });
+  const refs = Array.from({ length: LARGE }, (_, index) => `race-${index}`);
+  const [a, b] = await Promise.all(
+    [0, 1].map((batch) => upsertTransactions(app.context, FINANCIAL, refs.map((ref, index) => ({ ...financial(ref, index), amount: String(100 + batch) })), ACTOR)),
+  );
+  refs.forEach((_, index) => {
+    t.deepEqual([a![index]!.action, b![index]!.action].sort(), ['created', 'updated']);
+    t.is(a![index]!.id, b![index]!.id);
+  });
+  t.is(Number((await app.database.knex('financial_transactions').whereIn('transaction_ref', refs).count('* as n').first())!.n), LARGE);
+  const logs = await app.database.knex('execution_logs').whereIn('id', [...a!, ...b!].map((result) => result.log_id!)).select('record_id');
+  t.is(logs.length, 2 * LARGE);
+  const ids = new Set(a!.map((result) => result.id));
+  t.true(logs.every((log) => ids.has(log.record_id as string)));
+});
+
 test.serial('a large write whose COPY PostgreSQL refuses mid-stream reports PostgreSQL\'s error, writes nothing and leaves the connection usable', async (t) => {
   const knex = app.database.knex;
   await knex.raw(`create table staged_fail (id uuid primary key, ref text unique, log_id uuid, value text, created_by text, updated_by text, updated_at timestamptz)`);
@@ -208,19 +288,23 @@ test.serial('a large write whose COPY PostgreSQL refuses mid-stream reports Post
           matchedRules: '[]', ruleVersionSet: null, ruleErrors: '[]', dataContext: '{}', durationUs: 1, actor: 'fail-probe',
         })),
     };
-    const error = await t.throwsAsync(upsertRowsWithLogs(knex, 'staged_fail', 'ref', columns, rows, logs));
-    t.is((error as { code?: string }).code, '22P02', String(error));
-    t.is(Number((await knex('staged_fail').count('* as n').first())!.n), 0);
+    for (const allNew of [false, true]) {
+      const error = await t.throwsAsync(upsertRowsWithLogs(knex, 'staged_fail', 'ref', columns, rows, logs, undefined, { allNew }));
+      t.is((error as { code?: string }).code, '22P02', String(error));
+      t.is(Number((await knex('staged_fail').count('* as n').first())!.n), 0);
+    }
     t.is(Number((await knex('execution_logs').where({ actor: 'fail-probe' }).count('* as n').first())!.n), 0);
 
     // A value the encoder cannot write (its text throws): the COPY is abandoned, not left hanging.
     const throwing = rows.map((row, index) => ({ ...row, id: randomUUID(), value: index === 400 ? { toString: () => { throw new Error('unwritable'); } } : 'v' }));
-    const thrown = await t.throwsAsync(Promise.race([
-      upsertRowsWithLogs(knex, 'staged_fail', 'ref', columns, throwing, logs),
-      new Promise((_, reject) => setTimeout(() => reject(new Error('hung')), 10_000)),
-    ]));
-    t.is(thrown?.message, 'unwritable');
-    t.is(Number((await knex('staged_fail').count('* as n').first())!.n), 0);
+    for (const allNew of [false, true]) {
+      const thrown = await t.throwsAsync(Promise.race([
+        upsertRowsWithLogs(knex, 'staged_fail', 'ref', columns, throwing, logs, undefined, { allNew }),
+        new Promise((_, reject) => setTimeout(() => reject(new Error('hung')), 10_000)),
+      ]));
+      t.is(thrown?.message, 'unwritable');
+      t.is(Number((await knex('staged_fail').count('* as n').first())!.n), 0);
+    }
     // Every pooled connection still answers.
     await Promise.all(Array.from({ length: 4 }, () => knex.raw('select 1')));
     const written = await upsertRowsWithLogs(knex, 'staged_fail', 'ref', columns, rows.map((row) => ({ ...row, id: randomUUID() })), logs);

@@ -153,9 +153,11 @@ export interface BatchPlan<Item extends ValidRecord, Result extends { action: st
   /** Each valid record becomes an item to store, or the text of why it is skipped. May read the database. */
   accept(valid: ValidRecord[], trace?: BatchTrace): Promise<Array<Item | string>>;
   /**
-   * The id the item's record is stored under when the batch's reads found it stored already. A large
-   * batch's logs name their records by it before the upsert answers (records/sql.ts); a wrong or
-   * missing guess costs a correction, never a wrong log.
+   * The id the item's record is stored under when the batch's reads found it stored already; given
+   * by a plan whose reads look for every record of the batch. A large batch's logs name their
+   * records by it before the upsert answers, and a batch where it finds no record stored is copied
+   * straight into the table (records/sql.ts); a wrong or missing guess costs a correction or the
+   * upsert after all, never a wrong log or a lost record.
    */
   storedId?(item: Item): string | undefined;
   /** The rule input of each item to store, or null for one stored without scoring. */
@@ -221,11 +223,15 @@ export async function runBatch<Item extends ValidRecord, Result extends { action
   // The positions (in `stored`) of the scored records, one execution log each.
   const logged: number[] = [];
   let next = 0;
+  // Whether the reads found no record of the batch stored (only a plan that looks can say so).
+  let allNew = plan.storedId !== undefined;
   stored.forEach((item, position) => {
     const evaluation = ruleInputs[position] ? scored[next++]! : null;
     evaluations[position] = evaluation;
     const row = plan.row(item, evaluation);
-    row.id = plan.storedId?.(item) ?? timeOrderedId();
+    const storedId = plan.storedId?.(item);
+    if (storedId !== undefined) allNew = false;
+    row.id = storedId ?? timeOrderedId();
     row.log_id = evaluation ? timeOrderedId() : null;
     row.created_by = by;
     row.updated_by = by;
@@ -247,7 +253,7 @@ export async function runBatch<Item extends ValidRecord, Result extends { action
 
   // Alerts for REVIEW/REJECT results and sanctions hits are raised in the batch's own transaction.
   const outcomes = await retryOnConflict(() =>
-    writeWithAlerts(app.db, plan, rows, evaluations, alertSettings(app.config), (db) => upsertRowsWithLogs(db, plan.table, plan.refField, plan.columns, rows, logs, trace)),
+    writeWithAlerts(app.db, plan, rows, evaluations, alertSettings(app.config), (db) => upsertRowsWithLogs(db, plan.table, plan.refField, plan.columns, rows, logs, trace, { allNew })),
   );
   // BEGIN and COMMIT for a large batch (alerts, when raised, add their statement).
   if (trace && logs.count > COPY_FROM_LOGS) trace.roundTrips += 2;

@@ -45,6 +45,8 @@ interface PreparedUpsert {
   createStaging: string;
   /** COPY of the rows into the staging table. */
   copy: string;
+  /** COPY of rows known to be new straight into the table. */
+  copyNew: string;
   /** The upsert of the staged rows, in key order. */
   fromStaging: string;
 }
@@ -93,6 +95,7 @@ function upsertStatements(table: string, conflictColumn: string, columns: Column
     createStaging: `create temporary table if not exists ${identifier(staging)} (like ${identifier(table)} including defaults) on commit delete rows;
        delete from ${identifier(staging)}`,
     copy: `copy ${identifier(staging)} (${list}) from stdin`,
+    copyNew: `copy ${identifier(table)} (${list}) from stdin`,
     fromStaging: `insert into ${identifier(table)} (${list}) select ${list} from ${identifier(staging)} ${keyOrder('')} ${conflict} ${returning}`,
   };
   preparedUpserts.set(key, prepared);
@@ -101,6 +104,9 @@ function upsertStatements(table: string, conflictColumn: string, columns: Column
 
 /** Above this many logs they go by COPY: json_to_recordset took three times as long as COPY's own parsing of 1000 logs. */
 export const COPY_FROM_LOGS = 32;
+
+/** PostgreSQL's unique_violation: a row stored already, where the writer took it for new. */
+const UNIQUE_VIOLATION = '23505';
 
 /** Rows of a large batch serialised between two turns of the event loop. */
 const ROWS_PER_TURN = 250;
@@ -197,17 +203,43 @@ function logLine(log: ExecutionLogEntry, recordId: string): string {
 type Stored = { id: string; log_id: string | null; key: string; inserted: boolean };
 
 /**
+ * Rows of `rows` (by position) in COPY text, `ROWS_PER_TURN` per chunk, with a turn of the event
+ * loop between chunks; `sent` is called once the last chunk is taken.
+ */
+async function* rowChunks(rows: Record<string, unknown>[], order: readonly number[], encode: (row: Record<string, unknown>) => string, sent: () => void): AsyncGenerator<string> {
+  for (let start = 0; start < order.length; start += ROWS_PER_TURN) {
+    if (start > 0) await nextTurn();
+    let chunk = '';
+    for (let index = start; index < Math.min(order.length, start + ROWS_PER_TURN); index++) chunk += encode(rows[order[index]!]!);
+    yield chunk;
+  }
+  sent();
+}
+
+/** The positions of `keys` in byte-wise order (collate "C", as the upserts lock keys). */
+function keyOrder(keys: readonly string[]): number[] {
+  const bytes = keys.map((key) => Buffer.from(key));
+  return keys.map((_, index) => index).sort((a, b) => Buffer.compare(bytes[a]!, bytes[b]!));
+}
+
+/**
  * The records of a batch and their execution logs, atomically. Up to COPY_FROM_LOGS logs, in ONE
  * statement: the upsert is a data-modifying CTE and the logs join it on log_id to learn each
- * record's stored id; one statement is atomic by itself, so no BEGIN/COMMIT round trips. Larger
- * batches COPY the records into a staging table and upsert them from there in one statement,
- * build the logs meanwhile (in slices, giving the event loop a turn between them), then COPY the
- * logs naming each record by its row's id, corrected where the upsert kept another, all in one
- * transaction (the caller's when `db` is one: further set-based inserts of the batch, such as its
- * alerts, go in the same transaction). Rows must carry `id` (the stored id when known) and
- * `log_id`; each log's id is its row's log_id. Both paths upsert in key order, so concurrent
- * batches sharing keys lock them in the same order and cannot deadlock; results come back in the
- * order given.
+ * record's stored id; one statement is atomic by itself, so no BEGIN/COMMIT round trips.
+ *
+ * Larger batches run in one transaction (the caller's when `db` is one: further set-based inserts
+ * of the batch, such as its alerts, go in the same transaction):
+ * - When the caller's reads found none of the rows stored (`allNew`), the rows go by COPY straight
+ *   into the table, in key order, behind a savepoint: a row stored after all (by a batch running
+ *   meanwhile, or one the reads could not see) makes PostgreSQL refuse the COPY with a unique
+ *   violation, and the batch goes back to the savepoint and takes the upsert below.
+ * - Otherwise the rows go by COPY into a staging table and are upserted from there in one
+ *   statement, in key order; the logs are built while PostgreSQL runs it.
+ * Then the logs go by COPY, each slice sent as soon as it is built, naming each record by its row's
+ * id, corrected where the upsert kept another. Rows must carry `id` (the stored id when known) and
+ * `log_id`; each log's id is its row's log_id. Keys are written in the same order on every path,
+ * so concurrent batches sharing keys lock them in the same order and cannot deadlock; results come
+ * back in the order given.
  */
 export async function upsertRowsWithLogs(
   db: Knex,
@@ -217,7 +249,7 @@ export async function upsertRowsWithLogs(
   rows: Record<string, unknown>[],
   logs: LogSource,
   trace?: BatchTrace,
-  keep: string[] = ['id', 'created_by'],
+  { keep = ['id', 'created_by'], allNew = false }: { keep?: string[]; allNew?: boolean } = {},
 ): Promise<Array<{ id: string; inserted: boolean }>> {
   if (rows.length === 0) return [];
   // Rows without a conflict key (non-financial events sent without a ref) are always new: known by the id made for them.
@@ -238,42 +270,71 @@ export async function upsertRowsWithLogs(
   } else {
     const write = (trx: Knex) =>
       onConnection(trx, async (connection) => {
-        // The rows go by COPY into the staging table, each slice sent as soon as it is serialised,
-        // and from there into the table in one upsert; the logs are built while PostgreSQL runs it
-        // and go by COPY as soon as it answers. A log names its record by the row's id, the stored
-        // id where the caller knew it (BatchPlan.storedId), so the logs need not wait for the
-        // upsert's ids; where it answers another (a record stored meanwhile), the log is corrected.
-        await connection.query(statements.createStaging as never);
         const encode = rowEncoder(columns);
-        async function* rowSlices(): AsyncGenerator<string> {
-          for (let start = 0; start < rows.length; start += ROWS_PER_TURN) {
-            if (start > 0) await nextTurn();
-            let chunk = '';
-            for (let index = start; index < Math.min(rows.length, start + ROWS_PER_TURN); index++) chunk += encode(rows[index]!);
-            yield chunk;
-          }
-        }
-        await copyIn(connection, statements.copy, rowSlices());
-        const upserting = connection.query({ name: `${statements.name}_staged`, text: statements.fromStaging } as never) as unknown as Promise<{ rows: Stored[] }>;
-        // Awaited after the logs are built; a failure must not count as unhandled meanwhile.
-        upserting.catch(() => {});
-        trace?.mark('write: BEGIN, rows serialised and copied');
-
+        const order = keyOrder(keys);
         const recordOfLog = new Map<string, string>();
         for (const row of rows) if (row.log_id) recordOfLog.set(row.log_id as string, row.id as string);
-        // Encoded to bytes here, while PostgreSQL runs the upsert, not on the COPY's critical path.
-        const chunks: Buffer[] = [];
-        for (let start = 0; start < logs.count; start += LOGS_PER_TURN) {
-          await nextTurn();
+        const logChunk = (start: number) => {
           let chunk = '';
           for (const log of logs.build(start, Math.min(logs.count, start + LOGS_PER_TURN))) chunk += logLine(log, recordOfLog.get(log.id)!);
-          chunks.push(Buffer.from(chunk));
+          return Buffer.from(chunk);
+        };
+        let rowsSent!: () => void;
+        const sent = new Promise<void>((resolve) => (rowsSent = resolve));
+        // The records are written first: straight in when the caller's reads found none stored,
+        // else (or when PostgreSQL finds one stored after all) staged and upserted.
+        let how = 'new rows copied into the table';
+        const copyNew = async (): Promise<Stored[] | null> => {
+          await connection.query('savepoint warden_new_rows' as never);
+          if (trace) trace.roundTrips += 2;
+          try {
+            await copyIn(connection, statements.copyNew, rowChunks(rows, order, encode, rowsSent));
+            return rows.map((row, index) => ({ id: row.id as string, log_id: (row.log_id as string | null) ?? null, key: keys[index]!, inserted: true }));
+          } catch (error) {
+            if ((error as { code?: string }).code !== UNIQUE_VIOLATION) throw error;
+            await connection.query('rollback to savepoint warden_new_rows' as never);
+            if (trace) trace.roundTrips += 1;
+            how = 'new rows refused (one was stored), so staged and upserted';
+            return null;
+          }
+        };
+        const stageAndUpsert = async (): Promise<Stored[]> => {
+          if (!allNew) how = 'rows staged and upserted';
+          await connection.query(statements.createStaging as never);
+          await copyIn(connection, statements.copy, rowChunks(rows, order, encode, rowsSent));
+          const upserted = (await connection.query({ name: `${statements.name}_staged`, text: statements.fromStaging } as never)) as { rows: Stored[] };
+          if (trace) trace.roundTrips += 3;
+          return upserted.rows;
+        };
+        const writing = (allNew ? copyNew() : Promise.resolve(null)).then((results) => results ?? stageAndUpsert());
+        let written = false;
+        // Awaited after the logs are built; a failure must not count as unhandled meanwhile.
+        writing.then(() => (written = true), () => (written = true));
+        // The logs are built while PostgreSQL writes the records, from when every row is sent (before,
+        // they would hold the rows back) up to when it is done; the rest as their COPY takes them.
+        const built: Buffer[] = [];
+        try {
+          await Promise.race([sent, writing.catch(() => {})]);
+          for (let start = 0; start < logs.count && !written; start += LOGS_PER_TURN) {
+            await nextTurn();
+            if (!written) built.push(logChunk(start));
+          }
+        } catch (error) {
+          // The connection goes back only once PostgreSQL has answered what it was sent.
+          await writing.catch(() => {});
+          throw error;
         }
-        trace?.mark('write: logs built while the records are upserted');
-        const results = (await upserting).rows;
-        trace?.mark('write: records upserted (rest of the wait)');
-        await copyIn(connection, LOG_COPY, chunks);
-        trace?.mark('write: COPY of the logs');
+        const results = await writing;
+        trace?.mark(`write: BEGIN, ${how}, logs built meanwhile`);
+        async function* logChunks(): AsyncGenerator<Buffer> {
+          yield* built;
+          for (let start = built.length * LOGS_PER_TURN; start < logs.count; start += LOGS_PER_TURN) {
+            await nextTurn();
+            yield logChunk(start);
+          }
+        }
+        await copyIn(connection, LOG_COPY, logChunks());
+        trace?.mark('write: COPY of the logs (the rest built meanwhile)');
         const corrections = results.filter((row) => row.log_id !== null && recordOfLog.get(row.log_id) !== row.id);
         if (corrections.length > 0) {
           await connection.query({
@@ -282,7 +343,7 @@ export async function upsertRowsWithLogs(
           } as never);
           trace?.mark('write: logs of records stored meanwhile corrected');
         }
-        if (trace) trace.roundTrips += 4 + (corrections.length > 0 ? 1 : 0);
+        if (trace) trace.roundTrips += 1 + (corrections.length > 0 ? 1 : 0);
         return results;
       });
     stored = await (db.isTransaction ? write(db) : db.transaction(write));

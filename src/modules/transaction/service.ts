@@ -153,7 +153,8 @@ function transactionPlan(app: AppContext, kind: TransactionKind, now: number): B
       });
     },
 
-    storedId: (item) => (item.ref === null ? undefined : storedIds.get(item.ref)),
+    // Only a financial batch's read looks for its stored refs (among its customers' transactions).
+    storedId: kind.target === 'financial' ? (item) => (item.ref === null ? undefined : storedIds.get(item.ref)) : undefined,
 
     async ruleInputs(stored, trace) {
       const aggregateItems: AggregateItem[] = stored.map((item) => ({
