@@ -121,6 +121,8 @@ test.serial('a large batch COPYs its alerts: one per REVIEW or REJECT record, re
     const own = alerts.filter((alert) => alert.customer_ref === customerRef);
     t.true(own.every((alert) => alert.case_id === open[0]!.id));
     t.is(Number(open[0]!.priority), Math.max(...own.map((alert) => Number(alert.score))));
+    // Counted per customer before the cases' upsert: the case counts every alert it holds.
+    t.is(open[0]!.alert_count, Number((await app.database.knex('alerts').where({ case_id: open[0]!.id }).count('* as n').first())!.n));
   }
 });
 

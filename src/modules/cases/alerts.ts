@@ -2,7 +2,7 @@ import type { Knex } from 'knex';
 import type { Config } from '../../config.ts';
 import { onConnection } from '../../db/knex.ts';
 import { timeOrderedId } from '../../ids.ts';
-import { copyIn, rowEncoder } from '../records/sql.ts';
+import { arrayLiteral, copyIn, copyText } from '../records/sql.ts';
 import type { EvaluationResult } from '../rules/evaluate.ts';
 import { notifyCaseAlerts } from '../notifications/raise.ts';
 
@@ -28,7 +28,7 @@ export interface AlertSettings {
 }
 
 /** Whether a scored record raises an alert, and of which kind: a sanctions hit names the stronger reason. */
-export function alertKind(record: ScoredRecord, settings: AlertSettings): 'sanctions' | 'rules' | null {
+export function alertKind(record: Pick<ScoredRecord, 'target' | 'decision' | 'sanctionScore'>, settings: AlertSettings): 'sanctions' | 'rules' | null {
   if (record.target === 'customer' && record.sanctionScore !== null && record.sanctionScore !== undefined && record.sanctionScore >= settings.sanctionThreshold) return 'sanctions';
   return record.decision === 'REVIEW' || record.decision === 'REJECT' ? 'rules' : null;
 }
@@ -47,13 +47,13 @@ interface AlertRow {
 }
 
 /**
- * The open case of each customer of `alerts` (rows with customer_id and score) opened or extended:
- * priority the highest score seen, alert count added. Customers are upserted in id order, so two
- * batches sharing customers lock their cases in the same order and cannot deadlock.
+ * The open case of each customer of `source` (rows of customer_id, priority, alert_count) opened or
+ * extended: priority the highest score seen, alert count added. Customers are upserted in id
+ * order, so two batches sharing customers lock their cases in the same order and cannot deadlock.
  */
-const openCases = (alerts: string) => `
+const openCases = (source: string) => `
   insert into cases (customer_id, priority, alert_count)
-  select customer_id, max(score), count(*)::int from ${alerts} group by customer_id order by customer_id
+  ${source} order by customer_id
   on conflict (customer_id) where status <> 'closed'
   do update set priority = greatest(cases.priority, excluded.priority), alert_count = cases.alert_count + excluded.alert_count, updated_at = now()
   returning id, customer_id`;
@@ -66,21 +66,23 @@ const RAISE = `
   with input as (
     select * from json_to_recordset(?::json) as r(target text, record_id uuid, record_ref text, customer_id uuid, log_id uuid, kind text,
       score numeric, decision text, rule_codes text[])
-  ), opened as (${openCases('input')})
+  ), opened as (${openCases('select customer_id, max(score), count(*)::int from input group by customer_id')})
   insert into alerts (case_id, customer_id, target, record_id, record_ref, log_id, kind, score, decision, rule_codes)
   select o.id, i.customer_id, i.target, i.record_id, i.record_ref, i.log_id, i.kind, i.score, i.decision, i.rule_codes
   from input i join opened o on o.customer_id = i.customer_id`;
 
-/** A large batch's cases, from its alerts' customers and scores. */
-const OPEN_CASES = openCases('json_to_recordset(?::json) as r(customer_id uuid, score numeric)');
+/** A large batch's cases, one row per customer (its highest score and its number of alerts, counted here). */
+const OPEN_CASES = openCases('select customer_id, priority, alert_count from json_to_recordset($1::json) as r(customer_id uuid, priority numeric, alert_count integer)');
 
-/** The columns a large batch COPYs its alerts into, with their types for the COPY text. */
-const ALERT_COLUMNS = {
-  id: 'uuid', case_id: 'uuid', customer_id: 'uuid', target: 'text', record_id: 'uuid', record_ref: 'text',
-  log_id: 'uuid', kind: 'text', score: 'numeric', decision: 'text', rule_codes: 'text[]',
-};
-const ALERT_COPY = `copy alerts (${Object.keys(ALERT_COLUMNS).join(', ')}) from stdin`;
-const alertLine = rowEncoder(ALERT_COLUMNS);
+const ALERT_COPY = 'copy alerts (id, case_id, customer_id, target, record_id, record_ref, log_id, kind, score, decision, rule_codes) from stdin';
+
+/** An alert's COPY line after its case: uuids, a kind, a decision and a score the service made as they are; the ref and the codes escaped. */
+function alertTail(alert: AlertRow): string {
+  return (
+    `\t${alert.customer_id}\t${alert.target}\t${alert.record_id}\t${alert.record_ref === null ? '\\N' : copyText(alert.record_ref)}\t${alert.log_id}\t` +
+    `${alert.kind}\t${alert.score}\t${alert.decision}\t${copyText(arrayLiteral(alert.rule_codes))}\n`
+  );
+}
 
 /**
  * Raises the alerts of one batch inside the batch's transaction. A few alerts go in one
@@ -112,14 +114,29 @@ export async function raiseAlerts(trx: Knex.Transaction, records: readonly Score
 }
 
 async function copyAlerts(trx: Knex.Transaction, alerts: AlertRow[]): Promise<void> {
-  const opened = (await trx.raw(OPEN_CASES, [JSON.stringify(alerts.map(({ customer_id, score }) => ({ customer_id, score })))])) as {
-    rows: Array<{ id: string; customer_id: string }>;
-  };
-  const caseOf = new Map(opened.rows.map((row) => [row.customer_id, row.id]));
-  let text = '';
-  // Time-ordered ids append to the alerts' primary key (src/ids.ts).
-  for (const alert of alerts) text += alertLine({ ...alert, id: timeOrderedId(), case_id: caseOf.get(alert.customer_id) });
-  await onConnection(trx, (connection) => copyIn(connection, ALERT_COPY, [text]));
+  const cases = new Map<string, { customer_id: string; priority: number; alert_count: number }>();
+  for (const alert of alerts) {
+    const open = cases.get(alert.customer_id);
+    if (!open) cases.set(alert.customer_id, { customer_id: alert.customer_id, priority: alert.score, alert_count: 1 });
+    else {
+      open.priority = Math.max(open.priority, alert.score);
+      open.alert_count += 1;
+    }
+  }
+  await onConnection(trx, async (connection) => {
+    // Sent at once; the alerts' lines are built while PostgreSQL opens the cases they need.
+    const opening = connection.query({ text: OPEN_CASES, values: [JSON.stringify([...cases.values()])] } as never) as unknown as Promise<{
+      rows: Array<{ id: string; customer_id: string }>;
+    }>;
+    opening.catch(() => {});
+    // Time-ordered ids append to the alerts' primary key (src/ids.ts).
+    const ids = alerts.map(() => timeOrderedId());
+    const tails = alerts.map(alertTail);
+    const caseOf = new Map((await opening).rows.map((row) => [row.customer_id, row.id]));
+    let text = '';
+    alerts.forEach((alert, index) => (text += `${ids[index]}\t${caseOf.get(alert.customer_id)}${tails[index]}`));
+    await copyIn(connection, ALERT_COPY, [text]);
+  });
 }
 
 export function alertSettings(config: Config): AlertSettings {
@@ -140,12 +157,17 @@ export async function writeWithAlerts(
   settings: AlertSettings,
   write: (db: Knex) => Promise<Array<{ id: string; inserted: boolean }>>,
 ): Promise<Array<{ id: string; inserted: boolean }>> {
-  const scored = (outcomes: ReadonlyArray<{ id: string }> | null): ScoredRecord[] => {
+  const sanctionScoreOf = (row: Record<string, unknown>) => (row.sanction_score === undefined || row.sanction_score === null ? null : Number(row.sanction_score));
+  const raises = evaluations.some(
+    (evaluation, position) => evaluation !== null && alertKind({ target: batch.target, decision: evaluation.decision, sanctionScore: sanctionScoreOf(rows[position]!) }, settings) !== null,
+  );
+  if (!raises) return write(db);
+  const scored = (outcomes: ReadonlyArray<{ id: string }>): ScoredRecord[] => {
     const records: ScoredRecord[] = [];
     evaluations.forEach((evaluation, position) => {
       if (!evaluation) return;
       const row = rows[position]!;
-      const recordId = outcomes ? outcomes[position]!.id : String(row.id);
+      const recordId = outcomes[position]!.id;
       records.push({
         target: batch.target,
         recordId,
@@ -155,12 +177,11 @@ export async function writeWithAlerts(
         score: evaluation.score,
         decision: evaluation.decision,
         ruleCodes: evaluation.matched.map((rule) => rule.code),
-        sanctionScore: row.sanction_score === undefined || row.sanction_score === null ? null : Number(row.sanction_score),
+        sanctionScore: sanctionScoreOf(row),
       });
     });
     return records;
   };
-  if (!scored(null).some((record) => alertKind(record, settings) !== null)) return write(db);
   return db.transaction(async (trx) => {
     const outcomes = await write(trx);
     await raiseAlerts(trx, scored(outcomes), settings);
