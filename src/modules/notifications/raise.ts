@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import { announceNotifications, notify, usersWhoMay, type RaisedNotification } from './service.ts';
+import { announceNotifications, notify, usersWhoMaySql, type RaisedNotification } from './service.ts';
 
 const CASE_MODEL = 'engine.watchlist';
 const REQUEST_MODEL = 'approval.approvalrequest';
@@ -9,19 +9,18 @@ const CASE_VIEWERS = ['engine.view_watchlist', 'engine.change_watchlist'];
 /**
  * Alerts just raised in a batch's transaction: for each open case of these customers, its
  * assignee (or, unassigned, everyone who may view cases) is notified once, unless they still have
- * an unread alert notification for that case: a busy case does not flood anyone. Two statements
+ * an unread alert notification for that case: a busy case does not flood anyone. One statement
  * whatever the batch size, then one live message and push per user (announceNotifications).
  */
 export async function notifyCaseAlerts(trx: Knex.Transaction, customerIds: readonly string[]): Promise<void> {
   if (!customerIds.length) return;
-  const viewers = await usersWhoMay(trx, CASE_VIEWERS);
   const inserted = (await trx.raw(
-    `with touched as (
+    `with viewers as (${usersWhoMaySql('?::text[]')}), touched as (
        select c.id, c.assignee_id, c.alert_count, cu.customer_ref
        from cases c join customers cu on cu.id = c.customer_id
        where c.customer_id = any(?::uuid[]) and c.status <> 'closed'
      ), recipients as (
-       select t.id as case_id, t.customer_ref, t.alert_count, v.user_id from touched t cross join unnest(?::uuid[]) as v(user_id) where t.assignee_id is null
+       select t.id as case_id, t.customer_ref, t.alert_count, v.id as user_id from touched t cross join viewers v where t.assignee_id is null
        union all
        select t.id, t.customer_ref, t.alert_count, t.assignee_id from touched t join staff_users s on s.id = t.assignee_id and s.is_active
      )
@@ -30,7 +29,7 @@ export async function notifyCaseAlerts(trx: Knex.Transaction, customerIds: reado
      from recipients r
      where not exists (select 1 from notifications n where n.user_id = r.user_id and not n.read and n.kind = 'alert' and n.target_model = ? and n.target_pk = r.case_id::text)
      returning id, user_id, kind, title, body, target_model, target_pk, created_at`,
-    [[...customerIds], viewers, CASE_MODEL, CASE_MODEL],
+    [CASE_VIEWERS, CASE_VIEWERS, [...customerIds], CASE_MODEL, CASE_MODEL],
   )) as { rows: { id: string; user_id: string; kind: string; title: string; body: string; target_model: string; target_pk: string; created_at: Date }[] };
   await announceNotifications(
     trx,
