@@ -21,8 +21,8 @@ export interface QueueSettings {
   /** How often expired jobs are looked for. */
   maintenanceSeconds: number;
   /**
-   * How often an idle worker looks for jobs that no NOTIFY announced: retries whose delay has
-   * passed, and anything sent while this process's listener was reconnecting.
+   * How often this process looks for jobs that no NOTIFY announced: retries whose delay has
+   * passed, and anything sent while its listener was reconnecting.
    */
   pollingSeconds: number;
 }
@@ -57,6 +57,9 @@ function transactionExecutor(trx: Knex.Transaction): Executor {
     },
   };
 }
+
+/** How often a worker fetches on its own, should the process's poll (JobQueue.poll) keep failing. */
+const WORKER_BACKSTOP_SECONDS = 60;
 
 /** Any fixed key: it only has to be the same in every Warden process sharing the database. */
 const QUEUE_CREATION_LOCK = 7_302_451_118;
@@ -96,17 +99,23 @@ export interface JobHandlerContext<T> {
  *
  * A job sent announces its queue on the jobs channel (delivered at commit, to every process), and
  * the workers of that queue fetch at once; a worker that finished a job fetches again at once, so a
- * burst drains without waiting. Polling is only the fallback (`pollingSeconds`): ten workers
+ * burst drains without waiting. Polling is only the fallback: every `pollingSeconds` one statement
+ * per process asks which of its queues hold a job ready, and wakes only their workers. Ten workers
  * polling twice a second were a steady load of database round trips that, on two cores, showed in
- * the tail latency of unrelated requests (bench/RESULTS.md, mobile identity).
+ * the tail latency of unrelated requests (bench/RESULTS.md, mobile identity); polling every two
+ * seconds each, started together, they still fetched in one burst of eleven statements every two
+ * seconds, which a 1000-record batch caught now and then as 10-20 ms of PostgreSQL's time.
  */
 export class JobQueue {
   private readonly boss: PgBoss;
   /** pg-boss worker ids by queue name, for waking them. */
   private readonly workers = new Map<string, string[]>();
+  private readonly poller: NodeJS.Timeout;
+  private polling = false;
 
   private constructor(
     boss: PgBoss,
+    private readonly db: Knex,
     private readonly settings: QueueSettings,
     private readonly logger: Logger,
     hub?: NotificationHub,
@@ -117,6 +126,24 @@ export class JobQueue {
     hub?.onReset(() => {
       for (const name of this.workers.keys()) this.wake(name);
     });
+    this.poller = setInterval(() => void this.poll(), settings.pollingSeconds * 1000);
+    this.poller.unref();
+  }
+
+  /** Wakes the workers of the queues that hold a job ready (pg-boss's own fetch condition). */
+  private async poll(): Promise<void> {
+    if (this.polling || this.workers.size === 0) return;
+    this.polling = true;
+    try {
+      const { rows } = (await this.db.raw(`select distinct name from pgboss.job where name = any(?) and state < 'active' and start_after < now()`, [
+        [...this.workers.keys()],
+      ])) as { rows: Array<{ name: string }> };
+      for (const { name } of rows) this.wake(name);
+    } catch (error) {
+      this.logger.warn({ err: error }, 'looking for ready jobs failed; the next look tries again');
+    } finally {
+      this.polling = false;
+    }
   }
 
   static async start(db: Knex, settings: QueueSettings, logger: Logger, hub?: NotificationHub): Promise<JobQueue> {
@@ -140,7 +167,7 @@ export class JobQueue {
         });
       }
     });
-    return new JobQueue(boss, settings, logger, hub);
+    return new JobQueue(boss, db, settings, logger, hub);
   }
 
   private wake(name: string): void {
@@ -210,7 +237,8 @@ export class JobQueue {
     let id: string | undefined;
     id = await this.boss.work<T>(
       name,
-      { includeMetadata: true, batchSize: 1, pollingIntervalSeconds: this.settings.pollingSeconds },
+      // The process's poll wakes a worker when its queue holds a job; its own polling is only a backstop.
+      { includeMetadata: true, batchSize: 1, pollingIntervalSeconds: Math.max(WORKER_BACKSTOP_SECONDS, this.settings.pollingSeconds) },
       async (jobs) => {
         // Whatever happens to this job, the worker fetches again at once rather than after the polling interval.
         if (id) this.boss.notifyWorker(id);
@@ -226,6 +254,7 @@ export class JobQueue {
   }
 
   async stop(): Promise<void> {
+    clearInterval(this.poller);
     await this.boss.stop({ graceful: true, wait: true, timeout: 10_000 });
   }
 }

@@ -48,3 +48,31 @@ test('a job sent from another process is taken at once, and a burst drains, long
   t.deepEqual([...taken].sort((a, b) => a - b), [1, 2, 3, 4, 5, 6]);
   t.true(Date.now() - burst < 10_000, `burst of five drained after ${Date.now() - burst} ms`);
 });
+
+// A retry is announced by no one: the process's one poll (every `pollingSeconds`, here one) finds
+// it once its delay has passed and wakes its queue's workers, whose own polling is a minute apart.
+test('a retry that no NOTIFY announces is taken soon after its delay, by the process\'s one poll', async (t) => {
+  const database = await createTestDatabase();
+  t.teardown(() => database.drop());
+  const logger = createLogger('silent');
+  const node = await joinTestDatabase(database.url);
+  const hub = new NotificationHub(node.knex, logger);
+  const queue = await JobQueue.start(node.knex, { jobTimeoutSeconds: 60, maintenanceSeconds: 60, pollingSeconds: 1 }, logger, hub);
+  await hub.start();
+  t.teardown(async () => {
+    await queue.stop();
+    await hub.stop();
+    await node.drop();
+  });
+  const attempts: number[] = [];
+  await queue.work<{ resultId: number }>(QUEUES.runReport, async (job) => {
+    attempts.push(Date.now());
+    if (job.attempt === 1) throw new Error('the first attempt fails');
+  });
+  await node.knex.transaction((trx) => queue.runReport(trx, 1));
+  const started = Date.now();
+  while (attempts.length < 2 && Date.now() - started < 30_000) await new Promise((resolve) => setTimeout(resolve, 50));
+  t.is(attempts.length, 2);
+  // The retry waits its delay (2 s, doubled at most once by pg-boss's backoff and jitter), then at most one poll.
+  t.true(attempts[1]! - attempts[0]! < 10_000, `retried after ${attempts[1]! - attempts[0]!} ms`);
+});
