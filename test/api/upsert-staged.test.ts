@@ -43,6 +43,18 @@ test.after.always(async () => {
   await app?.close();
 });
 
+/** Minimal execution logs for probe rows (each row's log_id and ref), for writes straight through upsertRowsWithLogs. */
+function minimalLogs(rows: Array<Record<string, unknown>>, actor: string) {
+  return {
+    count: rows.length,
+    build: (start: number, end: number) =>
+      rows.slice(start, end).map((row) => ({
+        id: row.log_id as string, target: 'financial' as const, recordRef: row.ref as string, score: 0, decision: 'ACCEPT',
+        matchedRules: '[]', ruleVersionSet: null, ruleErrors: '[]', dataContext: '{}', durationUs: 1, actor,
+      })),
+  };
+}
+
 /** Every stored column but the ones that differ by construction (ids, refs, times, the raw copy of the ref). */
 async function storedValues(table: string, refColumn: string, refs: string[]): Promise<Array<Record<string, unknown>>> {
   const rows = await app.database.knex(table).whereIn(refColumn, refs);
@@ -182,14 +194,7 @@ test.serial('two large writes of one table in one transaction each upsert their 
   try {
     const columns = { id: 'uuid', ref: 'text', log_id: 'uuid', value: 'text', created_by: 'text', updated_by: 'text' };
     const rowsOf = (prefix: string) => Array.from({ length: LARGE }, (_, index) => ({ id: randomUUID(), ref: `${prefix}-${index}`, log_id: randomUUID(), value: prefix, created_by: 't', updated_by: 't' }));
-    const logsOf = (rows: Array<Record<string, unknown>>) => ({
-      count: rows.length,
-      build: (start: number, end: number) =>
-        rows.slice(start, end).map((row) => ({
-          id: row.log_id as string, target: 'financial' as const, recordRef: row.ref as string, score: 0, decision: 'ACCEPT',
-          matchedRules: '[]', ruleVersionSet: null, ruleErrors: '[]', dataContext: '{}', durationUs: 1, actor: 'probe',
-        })),
-    });
+    const logsOf = (rows: Array<Record<string, unknown>>) => minimalLogs(rows, 'probe');
     const first = rowsOf('first');
     const second = rowsOf('second');
     await knex.transaction(async (trx) => {
@@ -216,14 +221,7 @@ test.serial('rows taken for new that were stored are upserted after all: the ref
     const columns = { id: 'uuid', ref: 'text', log_id: 'uuid', value: 'text', created_by: 'text', updated_by: 'text' };
     const rowsOf = (from: number, value: string) =>
       Array.from({ length: LARGE }, (_, index) => ({ id: randomUUID(), ref: `p-${from + index}`, log_id: randomUUID(), value, created_by: 't', updated_by: 't' }));
-    const logsOf = (rows: Array<Record<string, unknown>>) => ({
-      count: rows.length,
-      build: (start: number, end: number) =>
-        rows.slice(start, end).map((row) => ({
-          id: row.log_id as string, target: 'financial' as const, recordRef: row.ref as string, score: 0, decision: 'ACCEPT',
-          matchedRules: '[]', ruleVersionSet: null, ruleErrors: '[]', dataContext: '{}', durationUs: 1, actor: 'new-probe',
-        })),
-    });
+    const logsOf = (rows: Array<Record<string, unknown>>) => minimalLogs(rows, 'new-probe');
     const first = rowsOf(0, 'first');
     const firstTrace = new BatchTrace();
     const created = await upsertRowsWithLogs(knex, 'new_probe', 'ref', columns, first, logsOf(first), firstTrace, { allNew: true });
@@ -280,14 +278,7 @@ test.serial('a large write whose COPY PostgreSQL refuses mid-stream reports Post
   try {
     const columns = { id: 'uuid', ref: 'text', log_id: 'uuid', value: 'text', created_by: 'text', updated_by: 'text' };
     const rows = Array.from({ length: 600 }, (_, index) => ({ id: index === 400 ? 'not-a-uuid' : randomUUID(), ref: `f-${index}`, log_id: randomUUID(), value: 'v', created_by: 't', updated_by: 't' }));
-    const logs = {
-      count: rows.length,
-      build: (start: number, end: number) =>
-        rows.slice(start, end).map((row) => ({
-          id: row.log_id, target: 'financial' as const, recordRef: row.ref, score: 0, decision: 'ACCEPT',
-          matchedRules: '[]', ruleVersionSet: null, ruleErrors: '[]', dataContext: '{}', durationUs: 1, actor: 'fail-probe',
-        })),
-    };
+    const logs = minimalLogs(rows, 'fail-probe');
     for (const allNew of [false, true]) {
       const error = await t.throwsAsync(upsertRowsWithLogs(knex, 'staged_fail', 'ref', columns, rows, logs, undefined, { allNew }));
       t.is((error as { code?: string }).code, '22P02', String(error));
