@@ -112,6 +112,7 @@ export class JobQueue {
   private readonly workers = new Map<string, string[]>();
   private readonly poller: NodeJS.Timeout;
   private polling = false;
+  private stopped = false;
 
   private constructor(
     boss: PgBoss,
@@ -140,7 +141,8 @@ export class JobQueue {
       ])) as { rows: Array<{ name: string }> };
       for (const { name } of rows) this.wake(name);
     } catch (error) {
-      this.logger.warn({ err: error }, 'looking for ready jobs failed; the next look tries again');
+      // A look still running when the queue stops fails with the pool: nothing to report then.
+      if (!this.stopped) this.logger.warn({ err: error }, 'looking for ready jobs failed; the next look tries again');
     } finally {
       this.polling = false;
     }
@@ -254,6 +256,7 @@ export class JobQueue {
   }
 
   async stop(): Promise<void> {
+    this.stopped = true;
     clearInterval(this.poller);
     await this.boss.stop({ graceful: true, wait: true, timeout: 10_000 });
   }
