@@ -124,6 +124,14 @@ test.serial('a large batch COPYs its alerts: one per REVIEW or REJECT record, re
     // Counted per customer before the cases' upsert: the case counts every alert it holds.
     t.is(open[0]!.alert_count, Number((await app.database.knex('alerts').where({ case_id: open[0]!.id }).count('* as n').first())!.n));
   }
+  // A second large batch extends the same open cases: they keep their ids (the id a new case would take is not used).
+  const openBefore = await app.database.knex('cases').whereNot('status', 'closed').select('id', 'customer_id', 'alert_count');
+  const again = await app.request('POST', FINANCIAL, { token, json: Array.from({ length: LARGE }, (_, index) => record(`alerted-again-${index}`, { customer_ref: index % 2 ? 'h-2' : 'h-3' })) });
+  const raised = (again.body.data.results as Array<{ decision: string }>).filter((result) => result.decision !== 'ACCEPT').length;
+  t.true(raised > COPY_FROM_ALERTS);
+  const openAfter = await app.database.knex('cases').whereNot('status', 'closed').select('id', 'customer_id', 'alert_count');
+  t.deepEqual(openAfter.map((row) => row.id).sort(), openBefore.map((row) => row.id).sort());
+  t.is(openAfter.reduce((sum, row) => sum + row.alert_count, 0), openBefore.reduce((sum, row) => sum + row.alert_count, 0) + raised);
 });
 
 test.serial('a failure while a large batch COPYs its logs stores nothing of it; a retry then succeeds', async (t) => {
