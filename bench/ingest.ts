@@ -497,7 +497,7 @@ export async function benchIngest(): Promise<void> {
         'be read again); BEGIN; a savepoint and the records, new as the read found them, by COPY straight into the table (the logs built ' +
         'meanwhile; were one stored after all, PostgreSQL would refuse the COPY, and the batch would go back to the savepoint, COPY the ' +
         'records into a temporary staging table and upsert them from there); COPY of the execution logs; the alerts (cases module: the upsert of their cases, COPY of ' +
-        'the alerts and two statements for the staff notifications, when any record raises one); COMMIT. A batch of up to 32 scored records writes its records and logs in one statement. ' +
+        'the alerts and one statement for the staff notifications, when any record raises one); COMMIT. A batch of up to 32 scored records writes its records and logs in one statement. ' +
         'Events and rules come from the NOTIFY-invalidated caches; the reads and the upserts are named prepared statements. ' +
         `Alerts raised per batch: ${median(main.alerts)} of 1000 records (these rules over this history flag every record), so the alerts' ` +
         `COPY writes 1000 alert rows and extends the cases of ${CUSTOMERS} customers in every batch: the "alerts and commit" phase. ` +
