@@ -58,6 +58,9 @@ function transactionExecutor(trx: Knex.Transaction): Executor {
   };
 }
 
+/** pg-boss's schema: its tables, which the process's poll reads too. */
+const SCHEMA = 'pgboss';
+
 /** How often a worker fetches on its own, should the process's poll (JobQueue.poll) keep failing. */
 const WORKER_BACKSTOP_SECONDS = 60;
 
@@ -136,7 +139,7 @@ export class JobQueue {
     if (this.polling || this.workers.size === 0) return;
     this.polling = true;
     try {
-      const { rows } = (await this.db.raw(`select distinct name from pgboss.job where name = any(?) and state < 'active' and start_after < now()`, [
+      const { rows } = (await this.db.raw(`select distinct name from ${SCHEMA}.job where name = any(?) and state < 'active' and start_after < now()`, [
         [...this.workers.keys()],
       ])) as { rows: Array<{ name: string }> };
       for (const { name } of rows) this.wake(name);
@@ -151,7 +154,7 @@ export class JobQueue {
   static async start(db: Knex, settings: QueueSettings, logger: Logger, hub?: NotificationHub): Promise<JobQueue> {
     const boss = new PgBoss({
       db: poolExecutor(db),
-      schema: 'pgboss',
+      schema: SCHEMA,
       maintenanceIntervalSeconds: settings.maintenanceSeconds,
       monitorStateIntervalSeconds: 60,
       schedule: false,

@@ -271,7 +271,9 @@ export async function upsertRowsWithLogs(
     const write = (trx: Knex) =>
       onConnection(trx, async (connection) => {
         const encode = rowEncoder(columns);
-        const order = keyOrder(keys);
+        // The staging table takes the rows as given (its upsert locks them in key order); a COPY into
+        // the table itself locks them as it goes, so it sends them in key order (keyOrder).
+        const asGiven = rows.map((_, index) => index);
         const recordOfLog = new Map<string, string>();
         for (const row of rows) if (row.log_id) recordOfLog.set(row.log_id as string, row.id as string);
         const logChunk = (start: number) => {
@@ -288,7 +290,7 @@ export async function upsertRowsWithLogs(
           await connection.query('savepoint warden_new_rows' as never);
           if (trace) trace.roundTrips += 2;
           try {
-            await copyIn(connection, statements.copyNew, rowChunks(rows, order, encode, rowsSent));
+            await copyIn(connection, statements.copyNew, rowChunks(rows, keyOrder(keys), encode, rowsSent));
             return rows.map((row, index) => ({ id: row.id as string, log_id: (row.log_id as string | null) ?? null, key: keys[index]!, inserted: true }));
           } catch (error) {
             if ((error as { code?: string }).code !== UNIQUE_VIOLATION) throw error;
@@ -301,7 +303,7 @@ export async function upsertRowsWithLogs(
         const stageAndUpsert = async (): Promise<Stored[]> => {
           if (!allNew) how = 'rows staged and upserted';
           await connection.query(statements.createStaging as never);
-          await copyIn(connection, statements.copy, rowChunks(rows, order, encode, rowsSent));
+          await copyIn(connection, statements.copy, rowChunks(rows, asGiven, encode, rowsSent));
           const upserted = (await connection.query({ name: `${statements.name}_staged`, text: statements.fromStaging } as never)) as { rows: Stored[] };
           if (trace) trace.roundTrips += 3;
           return upserted.rows;

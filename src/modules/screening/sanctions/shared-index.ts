@@ -1,13 +1,13 @@
 import { SanctionsIndex, type PlainSanctionsIndex } from './matcher.ts';
 
+/** The kinds of typed array the index is made of. */
+type IndexArray = Int32Array | Float32Array | Float64Array;
+
 /**
  * A built sanctions index laid out in SharedArrayBuffers, so that handing it to a worker with
  * every task costs nothing: typed arrays share their memory, and the string and entry parts are
  * one JSON text in shared bytes that each worker parses once per list version.
  */
-/** The kinds of typed array the index is made of. */
-type IndexArray = Int32Array | Float32Array | Float64Array;
-
 export interface SharedSanctionsIndex {
   version: string;
   json: Uint8Array;
