@@ -4,7 +4,7 @@ import type { Actor } from '../../actor.ts';
 import { runBatch, sentText, skippedResult, type BatchPlan, type ValidRecord } from '../records/batch.ts';
 import type { BatchTrace } from '../records/trace.ts';
 import { withoutNulls, type Action } from '../records/results.ts';
-import { columnsOf, COPY_FROM_LOGS } from '../records/sql.ts';
+import { columnsOf, COPY_FROM_LOGS, type ColumnTypes } from '../records/sql.ts';
 import type { CustomerScreening, ScreeningSubject } from '../screening/service.ts';
 import { customerFields } from './schemas.ts';
 
@@ -50,6 +50,9 @@ interface Accepted extends ValidRecord {
 /** The ids of stored customers by ref. */
 const STORED_IDS = 'select customer_ref, id from customers where customer_ref = any($1::text[])';
 
+/** The storage columns, built once (see KIND_COLUMNS in the transaction module). */
+const COLUMNS: ColumnTypes = { ...columnsOf(customerFields), ...STORAGE_COLUMNS };
+
 function customerPlan(app: AppContext): BatchPlan<Accepted, CustomerResult> {
   // The ids of the batch's customers stored already, read while the records are validated.
   let prefetched: Promise<Map<string, string>> = Promise.resolve(new Map());
@@ -58,7 +61,7 @@ function customerPlan(app: AppContext): BatchPlan<Accepted, CustomerResult> {
     fields: customerFields,
     refField: 'customer_ref',
     table: 'customers',
-    columns: { ...columnsOf(customerFields), ...STORAGE_COLUMNS },
+    columns: COLUMNS,
     target: 'customer',
     skipped: (ref, warnings, error) =>
       skippedResult('customer_ref', ref, { sanction_score: null, sanction_topic: [], ip_address_score: null, email_risk_score: null }, warnings, error),
