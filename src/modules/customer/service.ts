@@ -50,7 +50,7 @@ interface Accepted extends ValidRecord {
 /** The ids of stored customers by ref. */
 const STORED_IDS = 'select customer_ref, id from customers where customer_ref = any($1::text[])';
 
-/** The storage columns, built once (see KIND_COLUMNS in the transaction module). */
+/** The storage columns, built once (see storageColumns in the transaction module). */
 const COLUMNS: ColumnTypes = { ...columnsOf(customerFields), ...STORAGE_COLUMNS };
 
 function customerPlan(app: AppContext): BatchPlan<Accepted, CustomerResult> {

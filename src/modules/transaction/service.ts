@@ -86,7 +86,13 @@ const CUSTOMER_COLUMNS = [...new Set(['id', 'customer_ref', 'raw', ...customerFi
  * batch, the 50-key object cost each single-record request about 8 KB that outlived two young
  * collections (a heap sampling profile), and a scavenge every ~75 requests took 5-10 ms.
  */
-const KIND_COLUMNS = new Map<TransactionKind, ColumnTypes>([FINANCIAL, NON_FINANCIAL].map((kind) => [kind, { ...columnsOf(kind.fields), ...STORAGE_COLUMNS }]));
+const kindColumns = new WeakMap<TransactionKind, ColumnTypes>();
+
+function storageColumns(kind: TransactionKind): ColumnTypes {
+  let columns = kindColumns.get(kind);
+  if (!columns) kindColumns.set(kind, (columns = { ...columnsOf(kind.fields), ...STORAGE_COLUMNS }));
+  return columns;
+}
 
 function transactionPlan(app: AppContext, kind: TransactionKind, now: number): BatchPlan<Accepted, TransactionResult> {
   // The batch's customers and their stored history, read while the records are validated.
@@ -98,7 +104,7 @@ function transactionPlan(app: AppContext, kind: TransactionKind, now: number): B
     fields: kind.fields,
     refField: 'transaction_ref',
     table: kind.table,
-    columns: KIND_COLUMNS.get(kind)!,
+    columns: storageColumns(kind),
     target: kind.target,
     skipped: (ref, warnings, error) => skippedResult('transaction_ref', ref, { rule_check: false, log_id: null }, warnings, error),
 
