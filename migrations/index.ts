@@ -17,6 +17,7 @@ import * as aiDelegationState from './20261124_0017_ai_delegation_state.ts';
 import * as hotpathWrite from './20261127_0018_hotpath_write.ts';
 import * as alertWrite from './20261127_0019_alert_write.ts';
 import * as ruleVersionSets from './20261127_0020_rule_version_sets.ts';
+import * as caseWrite from './20261127_0021_case_write.ts';
 
 type Migration = { up(knex: Knex): Promise<void>; down(knex: Knex): Promise<void> };
 
@@ -40,6 +41,7 @@ const migrations: [string, Migration][] = [
   ['20261127_0018_hotpath_write', hotpathWrite],
   ['20261127_0019_alert_write', alertWrite],
   ['20261127_0020_rule_version_sets', ruleVersionSets],
+  ['20261127_0021_case_write', caseWrite],
 ];
 
 export const migrationSource: Knex.MigrationSource<[string, Migration]> = {

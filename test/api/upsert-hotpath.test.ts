@@ -134,6 +134,43 @@ test.serial('a large batch COPYs its alerts: one per REVIEW or REJECT record, re
   t.is(openAfter.reduce((sum, row) => sum + row.alert_count, 0), openBefore.reduce((sum, row) => sum + row.alert_count, 0) + raised);
 });
 
+test.serial("a large customer batch opens new customers' cases by COPY and extends the open cases of stored ones", async (t) => {
+  await loadRuleSet(app.context, [{ code: 'WATCHED', name: 'Watched segment', target: 'customer', expression: { '==': [{ var: 'record.segment' }, 'watch'] }, score: 80 }], false);
+  const customer = (ref: string) => ({ customer_ref: ref, segment: 'watch' });
+  // Five customers stored first, each with an open case (a small batch: one statement).
+  const stored = Array.from({ length: 5 }, (_, index) => `watch-stored-${index}`);
+  t.is((await app.request('POST', '/api/customer/upsert/', { token, json: stored.map(customer) })).status, 200);
+  const casesBefore = new Map(
+    (await app.database.knex('cases as k').join('customers as c', 'c.id', 'k.customer_id').whereIn('c.customer_ref', stored).select('k.id', 'c.customer_ref')).map((row) => [row.customer_ref, row.id]),
+  );
+  t.is(casesBefore.size, 5);
+
+  const fresh = Array.from({ length: LARGE }, (_, index) => `watch-new-${index}`);
+  const response = await app.request('POST', '/api/customer/upsert/', { token, json: [...stored, ...fresh].map(customer) });
+  t.is(response.status, 200);
+  const results = response.body.data.results as Array<{ id: string; customer_ref: string; action: string; decision: string }>;
+  t.true(results.every((result) => result.decision !== 'ACCEPT'));
+  t.true(results.length > COPY_FROM_ALERTS, 'enough alerts for the COPY path');
+  const open = await app.database.knex('cases as k').join('customers as c', 'c.id', 'k.customer_id').whereIn('c.id', results.map((result) => result.id)).whereNot('k.status', 'closed').select('k.*', 'c.customer_ref');
+  t.is(open.length, results.length, 'one open case per customer');
+  const caseOf = new Map(open.map((row) => [row.customer_ref as string, row]));
+  for (const ref of stored) {
+    t.is(caseOf.get(ref)!.id, casesBefore.get(ref), 'a stored customer keeps its open case');
+    t.is(caseOf.get(ref)!.alert_count, 2);
+  }
+  for (const ref of fresh) {
+    t.is(caseOf.get(ref)!.alert_count, 1);
+    t.is(Number(caseOf.get(ref)!.priority), 80);
+    t.is(caseOf.get(ref)!.status, 'open');
+  }
+  const alerts = await app.database.knex('alerts').whereIn('record_id', results.map((result) => result.id)).select('record_id', 'case_id', 'customer_id');
+  // The stored customers' alerts of both batches, every new customer's one.
+  t.is(alerts.length, results.length + stored.length);
+  const refOf = new Map(results.map((result) => [result.id, result.customer_ref]));
+  t.true(alerts.every((alert) => alert.case_id === caseOf.get(refOf.get(alert.record_id)!)!.id && alert.customer_id === alert.record_id));
+  await loadRuleSet(app.context, [{ code: 'WATCHED', name: 'Watched segment', target: 'customer', expression: { '==': [{ var: 'record.segment' }, 'watch'] }, score: 80, active: false }], false);
+});
+
 test.serial('a failure while a large batch COPYs its logs stores nothing of it; a retry then succeeds', async (t) => {
   await app.database.knex.raw(`
     create function fail_on_copy_boom() returns trigger language plpgsql as $$

@@ -14,6 +14,11 @@ export interface ScoredRecord {
   recordRef: string | null;
   /** The record's customer; for a customer record, the record itself. */
   customerId: string;
+  /**
+   * Whether this batch's transaction inserted the customer (a customer record stored new): such a
+   * customer has no case yet, since cases are opened only here, for customers already stored.
+   */
+  customerIsNew?: boolean;
   logId: string;
   score: number;
   decision: string;
@@ -39,6 +44,7 @@ interface AlertRow {
   record_id: string;
   record_ref: string | null;
   customer_id: string;
+  customer_is_new: boolean;
   log_id: string;
   kind: 'sanctions' | 'rules';
   score: number;
@@ -82,6 +88,9 @@ const OPEN_CASES = openCases(
   'select id, customer_id, priority, alert_count from json_to_recordset($1::json) as r(id uuid, customer_id uuid, priority numeric, alert_count integer)',
 );
 
+/** The cases of customers this batch inserted, which can only be new: by COPY, at a third of the upsert's cost (740 cases: 12 ms). */
+const CASE_COPY = 'copy cases (id, customer_id, priority, alert_count) from stdin';
+
 const ALERT_COPY = 'copy alerts (id, case_id, customer_id, target, record_id, record_ref, log_id, kind, score, decision, rule_codes) from stdin';
 
 /** An alert's COPY line after its case: uuids, a kind, a decision and a score the service made as they are; the ref and the codes escaped. */
@@ -107,6 +116,7 @@ export async function raiseAlerts(trx: Knex.Transaction, records: readonly Score
       record_id: record.recordId,
       record_ref: record.recordRef,
       customer_id: record.customerId,
+      customer_is_new: record.customerIsNew === true,
       log_id: record.logId,
       kind,
       score: record.score,
@@ -122,25 +132,40 @@ export async function raiseAlerts(trx: Knex.Transaction, records: readonly Score
 }
 
 async function copyAlerts(trx: Knex.Transaction, alerts: AlertRow[]): Promise<void> {
-  const cases = new Map<string, { id: string; customer_id: string; priority: number; alert_count: number }>();
+  type Case = { id: string; customer_id: string; priority: number; alert_count: number; is_new: boolean };
+  const cases = new Map<string, Case>();
   for (const alert of alerts) {
     const open = cases.get(alert.customer_id);
-    if (!open) cases.set(alert.customer_id, { id: timeOrderedId(), customer_id: alert.customer_id, priority: alert.score, alert_count: 1 });
+    if (!open) cases.set(alert.customer_id, { id: timeOrderedId(), customer_id: alert.customer_id, priority: alert.score, alert_count: 1, is_new: alert.customer_is_new });
     else {
       open.priority = Math.max(open.priority, alert.score);
       open.alert_count += 1;
     }
   }
+  const fresh: Case[] = [];
+  const stored: Case[] = [];
+  for (const open of cases.values()) (open.is_new ? fresh : stored).push(open);
   await onConnection(trx, async (connection) => {
-    // Sent at once; the alerts' lines are built while PostgreSQL opens the cases they need.
-    const opening = connection.query({ text: OPEN_CASES, values: [JSON.stringify([...cases.values()])] } as never) as unknown as Promise<{
-      rows: Array<{ id: string; customer_id: string }>;
-    }>;
+    // Stored customers' cases are upserted (one may be open already); sent at once, and the
+    // alerts' lines are built while PostgreSQL opens them.
+    const opening = stored.length
+      ? (connection.query({ text: OPEN_CASES, values: [JSON.stringify(stored)] } as never) as unknown as Promise<{ rows: Array<{ id: string; customer_id: string }> }>)
+      : Promise.resolve({ rows: [] });
     opening.catch(() => {});
     // Time-ordered ids append to the alerts' primary key (src/ids.ts).
     const ids = alerts.map(() => timeOrderedId());
     const tails = alerts.map(alertTail);
     const caseOf = new Map((await opening).rows.map((row) => [row.customer_id, row.id]));
+    if (fresh.length) {
+      // Ordered by customer like the upsert's, though no other batch can touch a new customer's case.
+      fresh.sort((a, b) => (a.customer_id < b.customer_id ? -1 : a.customer_id > b.customer_id ? 1 : 0));
+      let lines = '';
+      for (const open of fresh) {
+        lines += `${open.id}\t${open.customer_id}\t${open.priority}\t${open.alert_count}\n`;
+        caseOf.set(open.customer_id, open.id);
+      }
+      await copyIn(connection, CASE_COPY, [lines]);
+    }
     let text = '';
     alerts.forEach((alert, index) => (text += `${ids[index]}\t${caseOf.get(alert.customer_id)}${tails[index]}`));
     await copyIn(connection, ALERT_COPY, [text]);
@@ -170,7 +195,7 @@ export async function writeWithAlerts(
     (evaluation, position) => evaluation !== null && alertKind({ target: batch.target, decision: evaluation.decision, sanctionScore: sanctionScoreOf(rows[position]!) }, settings) !== null,
   );
   if (!raises) return write(db);
-  const scored = (outcomes: ReadonlyArray<{ id: string }>): ScoredRecord[] => {
+  const scored = (outcomes: ReadonlyArray<{ id: string; inserted: boolean }>): ScoredRecord[] => {
     const records: ScoredRecord[] = [];
     evaluations.forEach((evaluation, position) => {
       if (!evaluation) return;
@@ -181,6 +206,7 @@ export async function writeWithAlerts(
         recordId,
         recordRef: (row[batch.refField] as string | null | undefined) ?? null,
         customerId: batch.target === 'customer' ? recordId : String(row.customer_id),
+        customerIsNew: batch.target === 'customer' && outcomes[position]!.inserted,
         logId: String(row.log_id),
         score: evaluation.score,
         decision: evaluation.decision,
