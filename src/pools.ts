@@ -57,11 +57,3 @@ export async function runVision<T>(pool: Pools['vision'], type: VisionTask['type
   const bytes = owned ? new Uint8Array(image.buffer, 0, image.byteLength) : new Uint8Array(image);
   return (await pool.run({ type, image: bytes }, { transferList: [bytes.buffer as ArrayBuffer] })) as VisionOutcome<T>;
 }
-
-/** Splits records into at most `parts` chunks of at least `minimum` records, so tiny batches stay one task. */
-export function chunk<T>(items: readonly T[], parts: number, minimum = 64): T[][] {
-  const size = Math.max(minimum, Math.ceil(items.length / Math.max(1, parts)));
-  const chunks: T[][] = [];
-  for (let index = 0; index < items.length; index += size) chunks.push(items.slice(index, index + size));
-  return chunks;
-}

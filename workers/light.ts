@@ -10,7 +10,16 @@ import { indexFor, type SharedSanctionsIndex } from '../src/modules/screening/sa
 export interface ScreenTask {
   type: 'screen';
   index: SharedSanctionsIndex;
+  /** Every query of the batch; each worker given the task takes slices of them (see `next`). */
   queries: ScreeningQuery[];
+  /**
+   * The first query no worker has taken yet, shared by the batch's tasks (one per worker): each
+   * takes the next `slice` queries with Atomics.add until none is left, so the workers share the
+   * batch evenly whatever else slows one of them, without waiting for the request thread to
+   * hand them more.
+   */
+  next: Int32Array;
+  slice: number;
 }
 
 export type LightTask = ScreenTask;
@@ -25,10 +34,22 @@ export interface ScreenedText {
   matches: string;
 }
 
-export default function run(task: LightTask): ScreenedText[] {
+/** What one worker screened: the positions (in the task's queries) and their results. */
+export interface ScreenedSlices {
+  positions: number[];
+  results: ScreenedText[];
+}
+
+export default function run(task: LightTask): ScreenedSlices {
   const index = indexFor(task.index);
-  return task.queries.map((query) => {
-    const result = index.screen(query);
-    return { score: result.score, topics: result.topics, matches: JSON.stringify(result.matches) };
-  });
+  const { queries, next, slice } = task;
+  const done: ScreenedSlices = { positions: [], results: [] };
+  for (let start = Atomics.add(next, 0, slice); start < queries.length; start = Atomics.add(next, 0, slice)) {
+    for (let position = start; position < Math.min(queries.length, start + slice); position++) {
+      const result = index.screen(queries[position]!);
+      done.positions.push(position);
+      done.results.push({ score: result.score, topics: result.topics, matches: JSON.stringify(result.matches) });
+    }
+  }
+  return done;
 }

@@ -90,6 +90,30 @@ test('a listed name scores high on sanctions and the sanctions rule forces REJEC
   t.truthy(stored.sanction_matches[0].features);
 });
 
+test('a large batch is screened by every worker, each result landing on its own record', async (t) => {
+  // Slices of the batch go to whichever worker takes them first: positions must map back exactly.
+  const listed = { first_name: 'Dmitri', last_name: 'Karavello', birth_date: '1971-03-14', nationality: 'RUS' };
+  const clean = { first_name: 'Maria', last_name: 'Lindqvist', birth_date: '1988-04-02', nationality: 'SWE' };
+  const batch = Array.from({ length: 150 }, (_, index) => ({
+    customer_ref: `c-slices-${index}`,
+    ...(index % 3 === 1 ? clean : listed),
+    // Every third a migration record: not screened, so the screened positions are not the batch's.
+    ...(index % 3 === 2 ? { migration: true } : {}),
+  }));
+  const response = await app.request('POST', CUSTOMERS, { token, json: batch });
+  t.is(response.status, 200);
+  const results = response.body.data.results as Array<{ customer_ref: string; sanction_score: number | null; sanction_topic: string[] }>;
+  const single = async (ref: string, body: object) =>
+    (await app.request('POST', CUSTOMERS, { token, json: { customer_ref: ref, ...body } })).body.data.results[0] as { sanction_score: number };
+  const listedScore = (await single('c-slices-listed', listed)).sanction_score;
+  const cleanScore = (await single('c-slices-clean', clean)).sanction_score;
+  t.true(listedScore >= 85 && cleanScore < 60);
+  results.forEach((result, index) => {
+    t.is(result.customer_ref, `c-slices-${index}`);
+    t.is(result.sanction_score, index % 3 === 0 ? listedScore : index % 3 === 1 ? cleanScore : null, `record ${index}`);
+  });
+});
+
 test('migration records skip screening and say so; resending updates', async (t) => {
   const record = { customer_ref: 'c-migrated', first_name: 'Old', last_name: 'Record', email: 'x@mailinator.com', ip_address: '10.0.0.1', migration: true };
   const first = (await app.request('POST', CUSTOMERS, { token, json: record })).body.data.results[0];
