@@ -77,6 +77,10 @@ const MAX_BONUS = SAME_DATE_BONUS + SAME_NATIONALITY_BONUS;
 /** Query tokens remembered (see SanctionsIndex.queryTokens); the memo starts over when full. */
 const QUERY_TOKEN_MEMO_SIZE = 50_000;
 const NO_NAME = 0x7fffffff;
+/** Buckets of the per-query map from entry to candidate slot: a power of two, at least twice CANDIDATES_SCORED. */
+const ENTRY_BUCKETS = 256;
+/** An unreadable birth year in entryFacts (years are at most four characters, so never this). */
+const NO_YEAR = -0x80000000;
 
 const SCHEMA_CODES: Record<SanctionSchema, number> = { unknown: 0, person: 1, organization: 2, vessel: 3, aircraft: 4 };
 const SCHEMA_COUNT = 5;
@@ -116,13 +120,15 @@ export interface PlainSanctionsIndex {
   nameListed: Int32Array;
   /** Names are numbered by schema code: those of schema code s are schemaStart[s] up to schemaStart[s + 1]. */
   schemaStart: Int32Array;
-  /** Per entry, from entryBirthStart: each birth date's year (NaN where unreadable) and, for a full YYYY-MM-DD date, YYYYMMDD (otherwise -1). */
-  entryBirthStart: Int32Array;
-  entryBirthYear: Float64Array;
-  entryBirthDay: Int32Array;
-  /** Per entry, from entryCodeStart: its nationalities that are country codes, as indexes into countryCodes. */
-  entryCodeStart: Int32Array;
-  entryCodes: Int32Array;
+  /**
+   * Per entry, from entryFactStart, what birth date and nationality are compared with: the count
+   * of its birth dates, then each date's year (NO_YEAR where unreadable) and, for a full YYYY-MM-DD
+   * date, YYYYMMDD (otherwise -1); the count of its nationalities that are country codes, then
+   * each as an index into countryCodes. One place per entry: the comparisons read it for each of
+   * a query's few dozen candidates, at random.
+   */
+  entryFactStart: Int32Array;
+  entryFacts: Int32Array;
   countryCodes: string[];
 }
 
@@ -330,10 +336,13 @@ export class SanctionsIndex {
   /** What `birthAgreement` and `nationalityAgreement` found. */
   private agreement = UNKNOWN;
   private adjustment = 0;
-  /** Per entry: the query that last met it (queryStamp) and its slot in that query's candidates. */
-  private readonly entryStamp: Int32Array;
-  private readonly entrySlot: Int32Array;
-  /** Counts the queries screened: what the stamps above are compared with. */
+  /**
+   * The current query's entries (entry + 1, 0 for an empty bucket) and their candidate slots, by
+   * open addressing: a table this small stays in the cache, where one entry per index entry missed it.
+   */
+  private readonly bucketEntry = new Int32Array(ENTRY_BUCKETS);
+  private readonly bucketSlot = new Int32Array(ENTRY_BUCKETS);
+  /** Counts the queries screened: what the token stamps (pairStamp) are compared with. */
   private queryStamp = 0;
   private readonly codeIds: Map<string, number>;
   /** Per candidate slot of the current query: its entry, best name of that entry and the name's scores. */
@@ -351,8 +360,6 @@ export class SanctionsIndex {
     this.tokenBits = Int32Array.from(data.tokenText, characterBits);
     this.pairStamp = new Int32Array(data.tokenText.length);
     this.pairSlotOf = new Int32Array(data.tokenText.length);
-    this.entryStamp = new Int32Array(data.entries.length);
-    this.entrySlot = new Int32Array(data.entries.length);
     this.codeIds = new Map(data.countryCodes.map((code, id) => [code, id]));
   }
 
@@ -467,32 +474,28 @@ export class SanctionsIndex {
     for (let name = 0; name < nameCount; name++) forEachNameKey(name, (key) => (postings[fill[key]!++] = name));
     const postingWeight = Float32Array.from(postings, (name) => nameWeight[name]!);
 
-    const entryBirthStart = [0];
-    const entryBirthYear: number[] = [];
-    const entryBirthDay: number[] = [];
-    const entryCodeStart = [0];
-    const entryCodes: number[] = [];
+    const entryFactStart: number[] = [];
+    const entryFacts: number[] = [];
     const codeIds = new Map<string, number>();
     for (const entry of entries) {
+      entryFactStart.push(entryFacts.length);
+      entryFacts.push(entry.birth_dates.length);
       for (const date of entry.birth_dates) {
-        entryBirthYear.push(Number(date.slice(0, 4)));
-        entryBirthDay.push(dayNumber(date));
+        const year = Number(date.slice(0, 4));
+        entryFacts.push(Number.isNaN(year) ? NO_YEAR : year, dayNumber(date));
       }
-      entryBirthStart.push(entryBirthYear.length);
-      for (const code of entry.nationalities.filter(isCountryCode)) {
+      const codes = entry.nationalities.filter(isCountryCode);
+      entryFacts.push(codes.length);
+      for (const code of codes) {
         if (!codeIds.has(code)) codeIds.set(code, codeIds.size);
-        entryCodes.push(codeIds.get(code)!);
+        entryFacts.push(codeIds.get(code)!);
       }
-      entryCodeStart.push(entryCodes.length);
     }
 
     return new SanctionsIndex({
       schemaStart,
-      entryBirthStart: Int32Array.from(entryBirthStart),
-      entryBirthYear: Float64Array.from(entryBirthYear),
-      entryBirthDay: Int32Array.from(entryBirthDay),
-      entryCodeStart: Int32Array.from(entryCodeStart),
-      entryCodes: Int32Array.from(entryCodes),
+      entryFactStart: Int32Array.from(entryFactStart),
+      entryFacts: Int32Array.from(entryFacts),
       countryCodes: [...codeIds.keys()],
       entries: entries.map(({ programs, remarks, ...indexed }) => indexed),
       tokenText,
@@ -527,22 +530,25 @@ export class SanctionsIndex {
     const candidateCount = this.narrow(queryTokens, query.schema ? SCHEMA_CODES[query.schema] : 0);
     // Each entry's best-scoring name, in the order entries were first met (that order breaks ties).
     if (this.queryStamp === 0x7fffffff) {
-      this.entryStamp.fill(0);
       this.pairStamp.fill(0);
       this.queryStamp = 0;
     }
-    const stamp = ++this.queryStamp;
+    this.queryStamp++;
     this.pairsUsed = 0;
-    const { entryStamp, entrySlot, slotEntry, slotName, slotSimilarity, slotPhonetic, slotScore } = this;
+    const { bucketEntry, bucketSlot, slotEntry, slotName, slotSimilarity, slotPhonetic, slotScore } = this;
+    bucketEntry.fill(0);
     let slots = 0;
     for (let candidate = 0; candidate < candidateCount; candidate++) {
       const name = this.candidates[candidate]!;
       const nameScore = this.scoreName(queryTokens, name);
       const entry = this.data.nameEntry[name]!;
-      let slot = entrySlot[entry]!;
-      if (entryStamp[entry] !== stamp) {
-        entryStamp[entry] = stamp;
-        slot = entrySlot[entry] = slots++;
+      // The entry's bucket: its own, or the empty one where it goes.
+      let bucket = Math.imul(entry, 0x9e3779b1) >>> 24;
+      while (bucketEntry[bucket] !== 0 && bucketEntry[bucket] !== entry + 1) bucket = (bucket + 1) & (ENTRY_BUCKETS - 1);
+      let slot = bucketSlot[bucket]!;
+      if (bucketEntry[bucket] === 0) {
+        bucketEntry[bucket] = entry + 1;
+        slot = bucketSlot[bucket] = slots++;
       } else if (nameScore <= slotScore[slot]!) continue;
       slotEntry[slot] = entry;
       slotName[slot] = name;
@@ -565,7 +571,11 @@ export class SanctionsIndex {
       for (; at > 0 && slotScore[byNameScore[at - 1]!]! < score; at--) byNameScore[at] = byNameScore[at - 1]!;
       byNameScore[at] = slot;
     }
-    const adjusted: { slot: number; birth: number; country: number; score: number }[] = [];
+    // Every slot looked at counts for the best score; only those reaching minScore (one or two a
+    // query) are ordered for the matches: by score, then name similarity, best first, equal ones in
+    // name score order (a stable insertion sort). Sorting every slot looked at, as objects, cost a
+    // query more than its birth date and nationality comparisons.
+    const reaching: { slot: number; birth: number; country: number; score: number }[] = [];
     let best = 0;
     for (let position = 0; position < slots; position++) {
       const slot = byNameScore[position]!;
@@ -580,43 +590,40 @@ export class SanctionsIndex {
       this.nationalityAgreement(entry, queryCode);
       const score = Math.max(0, Math.min(100, Math.round(nameScore + birthAdjustment + this.adjustment)));
       best = Math.max(best, score);
-      // By score, then name similarity, best first; equal ones in name score order (a stable insertion sort).
+      if (score < minScore) continue;
       const item = { slot, birth, country: this.agreement, score };
-      let at = adjusted.length;
-      adjusted.push(item);
+      let at = reaching.length;
+      reaching.push(item);
       for (; at > 0; at--) {
-        const before = adjusted[at - 1]!;
+        const before = reaching[at - 1]!;
         if (before.score > score || (before.score === score && slotSimilarity[before.slot]! >= slotSimilarity[slot]!)) break;
-        adjusted[at] = before;
+        reaching[at] = before;
       }
-      adjusted[at] = item;
+      reaching[at] = item;
     }
 
-    const matches = adjusted
-      .filter(({ score }) => score >= minScore)
-      .slice(0, limit)
-      .map(({ slot, birth, country, score }): ScreeningMatch => {
-        const entry = this.data.entries[slotEntry[slot]!]!;
-        const alias = this.data.nameAlias[slotName[slot]!]!;
-        return {
-          source: entry.source,
-          source_id: entry.source_id,
-          name: entry.name,
-          matched_name: alias < 0 ? entry.name : entry.aliases[alias]!,
-          score,
-          topics: entry.topics,
-          features: {
-            name_similarity: round3(slotSimilarity[slot]!),
-            phonetic: round3(slotPhonetic[slot]!),
-            birth_date: AGREEMENTS[birth]!,
-            nationality: AGREEMENTS[country]!,
-          },
-        };
-      });
+    const matches = reaching.slice(0, limit).map(({ slot, birth, country, score }): ScreeningMatch => {
+      const entry = this.data.entries[slotEntry[slot]!]!;
+      const alias = this.data.nameAlias[slotName[slot]!]!;
+      return {
+        source: entry.source,
+        source_id: entry.source_id,
+        name: entry.name,
+        matched_name: alias < 0 ? entry.name : entry.aliases[alias]!,
+        score,
+        topics: entry.topics,
+        features: {
+          name_similarity: round3(slotSimilarity[slot]!),
+          phonetic: round3(slotPhonetic[slot]!),
+          birth_date: AGREEMENTS[birth]!,
+          nationality: AGREEMENTS[country]!,
+        },
+      };
+    });
     // The matches' topics, each once, in the order met.
     const topics: string[] = [];
     for (const match of matches) for (const topic of match.topics) if (!topics.includes(topic)) topics.push(topic);
-    return { score: adjusted[0]?.score ?? 0, topics, matches };
+    return { score: best, topics, matches };
   }
 
   /**
@@ -624,20 +631,21 @@ export class SanctionsIndex {
    * unknown where either side has none. Left in `agreement` and `adjustment`.
    */
   private birthAgreement(entry: number, asked: boolean, queryYear: number, queryDay: number): void {
-    const { entryBirthStart, entryBirthYear, entryBirthDay } = this.data;
-    const start = entryBirthStart[entry]!;
-    const end = entryBirthStart[entry + 1]!;
+    const { entryFactStart, entryFacts } = this.data;
+    const start = entryFactStart[entry]! + 1;
+    const end = start + entryFacts[start - 1]! * 2;
     this.agreement = UNKNOWN;
     this.adjustment = 0;
     if (!asked || start === end) return;
     let closest = Infinity;
-    for (let at = start; at < end; at++) {
-      if (queryDay >= 0 && entryBirthDay[at] === queryDay) {
+    for (let at = start; at < end; at += 2) {
+      if (queryDay >= 0 && entryFacts[at + 1] === queryDay) {
         this.agreement = MATCH;
         this.adjustment = SAME_DATE_BONUS;
         return;
       }
-      closest = Math.min(closest, Math.abs(entryBirthYear[at]! - queryYear));
+      // An unreadable year leaves the closest unknown (NaN): a mismatch.
+      closest = Math.min(closest, entryFacts[at] === NO_YEAR ? NaN : Math.abs(entryFacts[at]! - queryYear));
     }
     this.agreement = closest === 0 ? MATCH : MISMATCH;
     this.adjustment = closest === 0 ? SAME_YEAR_BONUS : closest === 1 ? -NEAR_YEAR_PENALTY : -OTHER_YEAR_PENALTY;
@@ -645,14 +653,15 @@ export class SanctionsIndex {
 
   /** A shared nationality +5, none shared -10; unknown where either side has no country code. */
   private nationalityAgreement(entry: number, queryCode: number): void {
-    const { entryCodeStart, entryCodes } = this.data;
-    const start = entryCodeStart[entry]!;
-    const end = entryCodeStart[entry + 1]!;
+    const { entryFactStart, entryFacts } = this.data;
+    const dates = entryFactStart[entry]!;
+    const start = dates + 1 + entryFacts[dates]! * 2 + 1;
+    const end = start + entryFacts[start - 1]!;
     this.agreement = UNKNOWN;
     this.adjustment = 0;
     if (queryCode === -1 || start === end) return;
     for (let at = start; at < end; at++) {
-      if (entryCodes[at] === queryCode) {
+      if (entryFacts[at] === queryCode) {
         this.agreement = MATCH;
         this.adjustment = SAME_NATIONALITY_BONUS;
         return;
