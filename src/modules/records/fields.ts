@@ -1,7 +1,7 @@
 import { Decimal } from 'decimal.js';
 import currencyCodes from 'currency-codes';
 import countries from 'i18n-iso-countries';
-import validator from 'validator';
+import { isEmailAddress } from '../../validation/email.ts';
 import { z } from '../../http/openapi.ts';
 import { isIpAddress } from '../../net/ip-ranges.ts';
 import { describeProblem, isStorableInstant, STORABLE_LIMITS, storableProblem } from '../../validation/storable.ts';
@@ -117,7 +117,7 @@ function validateField(spec: FieldSpec, raw: unknown): FieldOutcome {
       const text = validateText(name, raw, type.max);
       if ('error' in text) return text;
       const value = text.value as string;
-      if (!validator.isEmail(value)) return { value, warning: `${name}: invalid format; kept and flagged.` };
+      if (!isEmailAddress(value)) return { value, warning: `${name}: invalid format; kept and flagged.` };
       return text;
     }
     case 'choice': {

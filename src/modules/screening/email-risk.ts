@@ -27,7 +27,7 @@
 import { readFileSync } from 'node:fs';
 import anyAscii from 'any-ascii';
 import { distance } from 'fastest-levenshtein';
-import validator from 'validator';
+import { isEmailAddress } from '../../validation/email.ts';
 
 export const EMAIL_RISK_WEIGHTS = {
   no_email: 0,
@@ -93,7 +93,7 @@ export function scoreEmail(input: EmailRiskInput, lists: EmailLists): EmailRiskR
   if (email === '') return { score: 0, reasons: ['no_email'], valid_format: false };
 
   const withinLength = email.length <= MAX_EMAIL_LENGTH;
-  const validFormat = withinLength && validator.isEmail(email);
+  const validFormat = withinLength && isEmailAddress(email);
   const reasons: EmailRiskReason[] = validFormat ? [] : ['invalid_format'];
 
   const at = email.lastIndexOf('@');
