@@ -189,6 +189,31 @@ test.serial('a failure while a large batch COPYs its logs stores nothing of it; 
   t.is(await countRows(app.database.knex, 'execution_logs', { record_ref: 'copy-boom' }), 1);
 });
 
+test.serial("a failure while a large batch raises its alerts (after its records, before its logs) stores nothing of it; a retry then succeeds", async (t) => {
+  await app.database.knex.raw(`
+    create function fail_on_alert_boom() returns trigger language plpgsql as $$
+    begin if new.record_ref = 'alert-boom' then raise exception 'injected fault'; end if; return new; end $$;
+    create trigger fail_on_alert_boom before insert on alerts for each row execute function fail_on_alert_boom();`);
+  const batch = Array.from({ length: LARGE }, (_, index) => record(index === 7 ? 'alert-boom' : `alert-boom-batch-${index}`, { customer_ref: 'h-2' }));
+  const counts = async () => ({
+    records: await countRows(app.database.knex, 'financial_transactions'),
+    logs: await countRows(app.database.knex, 'execution_logs'),
+    alerts: await countRows(app.database.knex, 'alerts'),
+    alertCount: Number((await app.database.knex('cases').sum('alert_count as n').first())!.n),
+  });
+  const before = await counts();
+  const failed = await app.request('POST', FINANCIAL, { token, json: batch });
+  t.is(failed.status, 500);
+  t.deepEqual(await counts(), before);
+  await app.database.knex.raw('drop trigger fail_on_alert_boom on alerts; drop function fail_on_alert_boom()');
+  const retried = await app.request('POST', FINANCIAL, { token, json: batch });
+  t.is(retried.status, 200);
+  const raised = (retried.body.data.results as Array<{ decision: string }>).filter((result) => result.decision !== 'ACCEPT').length;
+  t.true(raised > COPY_FROM_ALERTS);
+  const after = await counts();
+  t.deepEqual(after, { records: before.records + LARGE, logs: before.logs + LARGE, alerts: before.alerts + raised, alertCount: before.alertCount + raised });
+});
+
 test.serial('a large batch re-sent updates its records and logs them again under the same ids', async (t) => {
   const batch = Array.from({ length: LARGE }, (_, index) => record(`again-${index}`));
   const first = await app.request('POST', FINANCIAL, { token, json: batch });

@@ -178,9 +178,10 @@ export function alertSettings(config: Config): AlertSettings {
 
 /**
  * The batch write with its alerts, for the upsert skeleton: `write` stores the rows and their logs
- * (one statement); when any record of the batch raises an alert, that statement and the alerts
- * run in one transaction, so a batch is never stored without its alerts nor alerts without it. A
- * batch that raises none pays no BEGIN/COMMIT.
+ * (one statement, or a large batch's COPYs, calling `afterRecords` between the records and their
+ * logs); when any record of the batch raises an alert, the write and the alerts run in one
+ * transaction, so a batch is never stored without its alerts nor alerts without it. A batch that
+ * raises none pays no BEGIN/COMMIT.
  */
 export async function writeWithAlerts(
   db: Knex,
@@ -188,13 +189,13 @@ export async function writeWithAlerts(
   rows: ReadonlyArray<Record<string, unknown>>,
   evaluations: ReadonlyArray<EvaluationResult | null>,
   settings: AlertSettings,
-  write: (db: Knex) => Promise<Array<{ id: string; inserted: boolean }>>,
+  write: (db: Knex, afterRecords: (outcomes: ReadonlyArray<{ id: string; inserted: boolean }>) => Promise<void>) => Promise<Array<{ id: string; inserted: boolean }>>,
 ): Promise<Array<{ id: string; inserted: boolean }>> {
   const sanctionScoreOf = (row: Record<string, unknown>) => (row.sanction_score === undefined || row.sanction_score === null ? null : Number(row.sanction_score));
   const raises = evaluations.some(
     (evaluation, position) => evaluation !== null && alertKind({ target: batch.target, decision: evaluation.decision, sanctionScore: sanctionScoreOf(rows[position]!) }, settings) !== null,
   );
-  if (!raises) return write(db);
+  if (!raises) return write(db, async () => {});
   const scored = (outcomes: ReadonlyArray<{ id: string; inserted: boolean }>): ScoredRecord[] => {
     const records: ScoredRecord[] = [];
     evaluations.forEach((evaluation, position) => {
@@ -217,8 +218,14 @@ export async function writeWithAlerts(
     return records;
   };
   return db.transaction(async (trx) => {
-    const outcomes = await write(trx);
-    await raiseAlerts(trx, scored(outcomes), settings);
+    // A large batch's write raises them once its records are stored, before it copies their logs
+    // (it builds the logs while PostgreSQL opens the cases); a small one's write does not.
+    let raised = false;
+    const outcomes = await write(trx, async (stored) => {
+      raised = true;
+      await raiseAlerts(trx, scored(stored), settings);
+    });
+    if (!raised) await raiseAlerts(trx, scored(outcomes), settings);
     return outcomes;
   });
 }

@@ -253,7 +253,7 @@ export async function runBatch<Item extends ValidRecord, Result extends { action
 
   // Alerts for REVIEW/REJECT results and sanctions hits are raised in the batch's own transaction.
   const outcomes = await retryOnConflict(() =>
-    writeWithAlerts(app.db, plan, rows, evaluations, alertSettings(app.config), (db) => upsertRowsWithLogs(db, plan.table, plan.refField, plan.columns, rows, logs, trace, { allNew })),
+    writeWithAlerts(app.db, plan, rows, evaluations, alertSettings(app.config), (db, afterRecords) => upsertRowsWithLogs(db, plan.table, plan.refField, plan.columns, rows, logs, trace, { allNew, afterRecords })),
   );
   // BEGIN and COMMIT for a large batch (alerts, when raised, add their statement).
   if (trace && logs.count > COPY_FROM_LOGS) trace.roundTrips += 2;

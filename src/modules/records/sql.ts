@@ -235,8 +235,9 @@ function keyOrder(keys: readonly string[]): number[] {
  *   violation, and the batch goes back to the savepoint and takes the upsert below.
  * - Otherwise the rows go by COPY into a staging table and are upserted from there in one
  *   statement, in key order; the logs are built while PostgreSQL runs it.
- * Then the logs go by COPY, each slice sent as soon as it is built, naming each record by its row's
- * id, corrected where the upsert kept another. Rows must carry `id` (the stored id when known) and
+ * Then `afterRecords` runs, when given (the batch's alerts, which need the records' ids), and the
+ * logs go by COPY, each slice sent as soon as it is built, naming each record by its row's id,
+ * corrected where the upsert kept another. Rows must carry `id` (the stored id when known) and
  * `log_id`; each log's id is its row's log_id. Keys are written in the same order on every path,
  * so concurrent batches sharing keys lock them in the same order and cannot deadlock; results come
  * back in the order given.
@@ -249,7 +250,16 @@ export async function upsertRowsWithLogs(
   rows: Record<string, unknown>[],
   logs: LogSource,
   trace?: BatchTrace,
-  { keep = ['id', 'created_by'], allNew = false }: { keep?: string[]; allNew?: boolean } = {},
+  {
+    keep = ['id', 'created_by'],
+    allNew = false,
+    afterRecords,
+  }: {
+    keep?: string[];
+    allNew?: boolean;
+    /** Run in a large batch's transaction once its records are stored, before their logs are copied (the alerts): the logs are built meanwhile. */
+    afterRecords?: (outcomes: ReadonlyArray<{ id: string; inserted: boolean }>) => Promise<void>;
+  } = {},
 ): Promise<Array<{ id: string; inserted: boolean }>> {
   if (rows.length === 0) return [];
   // Rows without a conflict key (non-financial events sent without a ref) are always new: known by the id made for them.
@@ -312,15 +322,24 @@ export async function upsertRowsWithLogs(
         let written = false;
         // Awaited after the logs are built; a failure must not count as unhandled meanwhile.
         writing.then(() => (written = true), () => (written = true));
-        // The logs are built while PostgreSQL writes the records, from when every row is sent (before,
-        // they would hold the rows back) up to when it is done; the rest as their COPY takes them.
+        // The logs are built while PostgreSQL works: from when every row is sent (before, they would
+        // hold the rows back) up to when the records are stored, then while the alerts are raised
+        // (afterRecords); the rest as their COPY takes them.
         const built: Buffer[] = [];
+        const buildLogsWhile = async (pending: Promise<unknown>) => {
+          let settled = false;
+          pending.then(
+            () => (settled = true),
+            () => (settled = true),
+          );
+          for (let start = built.length * LOGS_PER_TURN; start < logs.count && !settled; start += LOGS_PER_TURN) {
+            await nextTurn();
+            if (!settled) built.push(logChunk(start));
+          }
+        };
         try {
           await Promise.race([sent, writing.catch(() => {})]);
-          for (let start = 0; start < logs.count && !written; start += LOGS_PER_TURN) {
-            await nextTurn();
-            if (!written) built.push(logChunk(start));
-          }
+          await buildLogsWhile(writing);
         } catch (error) {
           // The connection goes back only once PostgreSQL has answered what it was sent.
           await writing.catch(() => {});
@@ -328,6 +347,13 @@ export async function upsertRowsWithLogs(
         }
         const results = await writing;
         trace?.mark(`write: BEGIN, ${how}, logs built meanwhile`);
+        if (afterRecords) {
+          const after = afterRecords(byPosition(keys, results, table));
+          after.catch(() => {});
+          await buildLogsWhile(after);
+          await after;
+          trace?.mark('alerts (cases, alerts, notifications), logs built meanwhile');
+        }
         async function* logChunks(): AsyncGenerator<Buffer> {
           yield* built;
           for (let start = built.length * LOGS_PER_TURN; start < logs.count; start += LOGS_PER_TURN) {
@@ -350,6 +376,11 @@ export async function upsertRowsWithLogs(
       });
     stored = await (db.isTransaction ? write(db) : db.transaction(write));
   }
+  return byPosition(keys, stored, table);
+}
+
+/** The stored rows by position (of `keys`): the one stored under each key. */
+function byPosition(keys: readonly string[], stored: readonly Stored[], table: string): Array<{ id: string; inserted: boolean }> {
   const byKey = new Map<string, { id: string; inserted: boolean }>();
   for (const row of stored) byKey.set(row.key, { id: row.id, inserted: row.inserted });
   return keys.map((key) => {
