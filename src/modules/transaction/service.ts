@@ -58,7 +58,7 @@ const STORAGE_COLUMNS = {
   id: 'uuid',
   customer_id: 'uuid',
   country: 'text',
-  raw: 'jsonb',
+  raw: 'json',
   score: 'numeric',
   decision: 'text',
   rule_check: 'boolean',
