@@ -72,14 +72,14 @@ const FINANCIAL_ROW_COLUMNS: Record<string, string> = {
   fee_currency: 'text', source_provider: 'text', source_ref: 'text', source_address: 'text', destination_provider: 'text',
   destination_ref: 'text', destination_address: 'text', status: 'text', event_description: 'text', session_id: 'text',
   device_id: 'text', ip_address: 'text', channel: 'smallint', user_agent: 'text', geo: 'jsonb', metadata: 'jsonb',
-  country: 'text', raw: 'json', score: 'numeric', decision: 'text', rule_check: 'boolean', log_id: 'uuid',
+  country: 'text', raw: 'jsonb', score: 'numeric', decision: 'text', rule_check: 'boolean', log_id: 'uuid',
   created_by: 'text', updated_by: 'text',
 };
 const CUSTOMER_ROW_COLUMNS: Record<string, string> = {
   id: 'uuid', customer_ref: 'text', first_name: 'text', last_name: 'text', email: 'text', ip_address: 'text',
-  birth_date: 'date', nationality: 'text', raw: 'json', score: 'numeric', decision: 'text', sanction_score: 'numeric',
-  sanction_topic: 'text[]', sanction_matches: 'json', ip_address_score: 'numeric', ip_reasons: 'json',
-  email_risk_score: 'numeric', email_reasons: 'json', log_id: 'uuid', created_by: 'text', updated_by: 'text',
+  birth_date: 'date', nationality: 'text', raw: 'jsonb', score: 'numeric', decision: 'text', sanction_score: 'numeric',
+  sanction_topic: 'text[]', sanction_matches: 'jsonb', ip_address_score: 'numeric', ip_reasons: 'jsonb',
+  email_risk_score: 'numeric', email_reasons: 'jsonb', log_id: 'uuid', created_by: 'text', updated_by: 'text',
 };
 
 interface FloorTimes {

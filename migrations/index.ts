@@ -18,7 +18,6 @@ import * as hotpathWrite from './20261127_0018_hotpath_write.ts';
 import * as alertWrite from './20261127_0019_alert_write.ts';
 import * as ruleVersionSets from './20261127_0020_rule_version_sets.ts';
 import * as caseWrite from './20261127_0021_case_write.ts';
-import * as jsonDocuments from './20261127_0022_json_documents.ts';
 
 type Migration = { up(knex: Knex): Promise<void>; down(knex: Knex): Promise<void> };
 
@@ -43,7 +42,6 @@ const migrations: [string, Migration][] = [
   ['20261127_0019_alert_write', alertWrite],
   ['20261127_0020_rule_version_sets', ruleVersionSets],
   ['20261127_0021_case_write', caseWrite],
-  ['20261127_0022_json_documents', jsonDocuments],
 ];
 
 export const migrationSource: Knex.MigrationSource<[string, Migration]> = {

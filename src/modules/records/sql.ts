@@ -162,7 +162,7 @@ export class JsonText {
 
 /** How one column's non-null value is written in COPY's text format. */
 function valueEncoder(type: string): (value: unknown) => string {
-  if (type === 'jsonb' || type === 'json') return (value) => jsonCopyText(value instanceof JsonText ? value.text : JSON.stringify(value));
+  if (type === 'jsonb') return (value) => jsonCopyText(value instanceof JsonText ? value.text : JSON.stringify(value));
   if (type.endsWith('[]')) return (value) => copyText(arrayLiteral(value as unknown[]));
   const text = (value: unknown) => (value instanceof Date ? value.toISOString() : String(value));
   return PLAIN_TYPES.has(type) ? text : (value) => copyText(text(value));

@@ -101,7 +101,7 @@ export const REPORT_KINDS: Record<string, ReportKind> = {
           'customer_ref',
           db.raw("coalesce(nullif(concat_ws(' ', first_name, last_name), ''), company_name, '') as name"),
           'sanction_score',
-          db.raw('json_array_length(sanction_matches) as matches'),
+          db.raw('jsonb_array_length(sanction_matches) as matches'),
           'decision',
           'updated_at',
         ),

@@ -58,7 +58,7 @@ const STORAGE_COLUMNS = {
   id: 'uuid',
   customer_id: 'uuid',
   country: 'text',
-  raw: 'json',
+  raw: 'jsonb',
   score: 'numeric',
   decision: 'text',
   rule_check: 'boolean',
