@@ -4,6 +4,7 @@
  * on the request thread (src/modules/rules/engine.ts): copying records here cost more than
  * evaluating them.
  */
+import type { MessagePort } from 'node:worker_threads';
 import type { ScreeningQuery } from '../src/modules/screening/sanctions/matcher.ts';
 import { indexFor, type SharedSanctionsIndex } from '../src/modules/screening/sanctions/shared-index.ts';
 
@@ -20,6 +21,8 @@ export interface ScreenTask {
    */
   next: Int32Array;
   slice: number;
+  /** Where each slice's results go as soon as it is screened (ScreenedSlice), so the request thread can go on with them. */
+  port: MessagePort;
 }
 
 export type LightTask = ScreenTask;
@@ -34,22 +37,25 @@ export interface ScreenedText {
   matches: string;
 }
 
-/** What one worker screened: the positions (in the task's queries) and their results. */
-export interface ScreenedSlices {
-  positions: number[];
+/** The results of the queries from `start` on, one slice. */
+export interface ScreenedSlice {
+  start: number;
   results: ScreenedText[];
 }
 
-export default function run(task: LightTask): ScreenedSlices {
+/** Screens slices of the task's queries until none is left; returns how many this worker screened. */
+export default function run(task: LightTask): number {
   const index = indexFor(task.index);
-  const { queries, next, slice } = task;
-  const done: ScreenedSlices = { positions: [], results: [] };
+  const { queries, next, slice, port } = task;
+  let screened = 0;
   for (let start = Atomics.add(next, 0, slice); start < queries.length; start = Atomics.add(next, 0, slice)) {
+    const results: ScreenedText[] = [];
     for (let position = start; position < Math.min(queries.length, start + slice); position++) {
       const result = index.screen(queries[position]!);
-      done.positions.push(position);
-      done.results.push({ score: result.score, topics: result.topics, matches: JSON.stringify(result.matches) });
+      results.push({ score: result.score, topics: result.topics, matches: JSON.stringify(result.matches) });
     }
+    port.postMessage({ start, results } satisfies ScreenedSlice);
+    screened += results.length;
   }
-  return done;
+  return screened;
 }

@@ -114,6 +114,85 @@ test('a large batch is screened by every worker, each result landing on its own 
   });
 });
 
+test('a batch large enough to be written while it is screened answers as the same customers sent in small batches', async (t) => {
+  // Above 250 records a customer batch starts its write at once and copies each customer as soon
+  // as it is screened (records/batch.ts scoreWhileWriting); below, it screens all, then writes.
+  const listed = { first_name: 'Dmitri', last_name: 'Karavello', birth_date: '1971-03-14', nationality: 'RUS' };
+  const clean = { first_name: 'Maria', last_name: 'Lindqvist', birth_date: '1988-04-02', nationality: 'SWE' };
+  const customer = (index: number, prefix: string) => ({
+    // Refs out of key order (the write sorts them), a third listed, every fifth a migration record.
+    customer_ref: `${prefix}-${(index * 7919) % 400}`,
+    ...(index % 3 === 0 ? listed : clean),
+    email: `user${index}@example.com`,
+    ...(index % 5 === 4 ? { migration: true } : {}),
+  });
+  const batch = Array.from({ length: 400 }, (_, index) => customer(index, 'c-large'));
+  // One repeated ref (its later record is stored) and one customer stored before the batch.
+  batch.push({ ...batch[10]!, first_name: 'Maria', last_name: 'Lindqvist' });
+  t.is((await app.request('POST', CUSTOMERS, { token, json: batch[20] })).status, 200);
+  const large = await app.request('POST', CUSTOMERS, { token, json: batch });
+  t.is(large.status, 200);
+  const small: unknown[] = [];
+  for (let start = 0; start < batch.length; start += 100) {
+    const part = await app.request('POST', CUSTOMERS, { token, json: batch.slice(start, start + 100).map((record) => ({ ...record, customer_ref: `small-${record.customer_ref}` })) });
+    small.push(...part.body.data.results);
+  }
+  const comparable = (result: Record<string, unknown>) => {
+    const { id, customer_ref, action, ...rest } = result;
+    return rest;
+  };
+  const results = large.body.data.results as Array<Record<string, unknown>>;
+  t.is(results.length, batch.length);
+  results.forEach((result, index) => {
+    t.is(result.customer_ref, batch[index]!.customer_ref);
+    // The small batches' first occurrence of the repeated ref is not repeated in its own request.
+    if (index !== 10) t.deepEqual(comparable(result), comparable(small[index] as Record<string, unknown>), `record ${index}`);
+  });
+  t.is(results[20]!.action, 'updated');
+  t.is(results[10]!.action, 'created');
+  t.is(results[400]!.action, 'updated');
+  t.deepEqual(results[10]!.warnings, ['customer_ref: repeated later in this batch; the later record was stored.']);
+  // What is stored is what was answered, with a log per customer naming it.
+  const stored = await app.database.knex('customers').whereIn('customer_ref', batch.map((record) => record.customer_ref)).select('id', 'customer_ref', 'sanction_score', 'decision', 'log_id');
+  t.is(stored.length, 400);
+  const answered = new Map(results.map((result) => [result.customer_ref, result]));
+  for (const row of stored) {
+    const result = answered.get(row.customer_ref)!;
+    t.is(row.id, result.id);
+    t.is(row.decision, result.decision);
+    t.is(row.sanction_score === null ? null : Number(row.sanction_score), result.sanction_score);
+  }
+  const logs = await app.database.knex('execution_logs').whereIn('id', stored.map((row) => row.log_id)).select('record_id');
+  t.is(logs.length, 400);
+  t.true(logs.every((log) => stored.some((row) => row.id === log.record_id)));
+});
+
+test('a failure while a large batch is written as it is screened stores nothing of it; a retry then succeeds', async (t) => {
+  await app.database.knex.raw(`
+    create function fail_on_customer_boom() returns trigger language plpgsql as $$
+    begin if new.customer_ref = 'c-boom-299' then raise exception 'injected fault'; end if; return new; end $$;
+    create trigger fail_on_customer_boom before insert on customers for each row execute function fail_on_customer_boom();`);
+  const batch = Array.from({ length: 300 }, (_, index) => ({ customer_ref: `c-boom-${index}`, first_name: 'Dmitri', last_name: 'Karavello' }));
+  // Only this batch's rows: the file's other tests run meanwhile.
+  const count = async (sql: string) => Number((await app.database.knex.raw(sql)).rows[0].n);
+  const counts = async () => ({
+    customers: await count("select count(*) as n from customers where customer_ref like 'c-boom-%'"),
+    logs: await count("select count(*) as n from execution_logs where record_ref like 'c-boom-%'"),
+    alerts: await count("select count(*) as n from alerts where record_ref like 'c-boom-%'"),
+    cases: await count("select count(*) as n from cases k join customers c on c.id = k.customer_id where c.customer_ref like 'c-boom-%'"),
+  });
+  const failed = await app.request('POST', CUSTOMERS, { token, json: batch });
+  t.is(failed.status, 500);
+  t.deepEqual(await counts(), { customers: 0, logs: 0, alerts: 0, cases: 0 });
+  await app.database.knex.raw('drop trigger fail_on_customer_boom on customers; drop function fail_on_customer_boom()');
+  const retried = await app.request('POST', CUSTOMERS, { token, json: batch });
+  t.is(retried.status, 200);
+  // A sanctions score at the review threshold (50 by default) or a REVIEW or REJECT raises one alert (cases/alerts.ts alertKind).
+  const raised = (retried.body.data.results as Array<{ sanction_score: number; decision: string }>).filter((result) => result.sanction_score >= 50 || result.decision !== 'ACCEPT').length;
+  t.true(raised > 0);
+  t.deepEqual(await counts(), { customers: 300, logs: 300, alerts: raised, cases: raised });
+});
+
 test('migration records skip screening and say so; resending updates', async (t) => {
   const record = { customer_ref: 'c-migrated', first_name: 'Old', last_name: 'Record', email: 'x@mailinator.com', ip_address: '10.0.0.1', migration: true };
   const first = (await app.request('POST', CUSTOMERS, { token, json: record })).body.data.results[0];

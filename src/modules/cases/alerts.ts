@@ -181,7 +181,9 @@ export function alertSettings(config: Config): AlertSettings {
  * (one statement, or a large batch's COPYs, calling `afterRecords` between the records and their
  * logs); when any record of the batch raises an alert, the write and the alerts run in one
  * transaction, so a batch is never stored without its alerts nor alerts without it. A batch that
- * raises none pays no BEGIN/COMMIT.
+ * raises none pays no BEGIN/COMMIT. With `scoredDuringWrite` (rows and evaluations still being
+ * filled in while `write` runs, complete once the records are stored) the transaction is always
+ * opened.
  */
 export async function writeWithAlerts(
   db: Knex,
@@ -190,11 +192,14 @@ export async function writeWithAlerts(
   evaluations: ReadonlyArray<EvaluationResult | null>,
   settings: AlertSettings,
   write: (db: Knex, afterRecords: (outcomes: ReadonlyArray<{ id: string; inserted: boolean }>) => Promise<void>) => Promise<Array<{ id: string; inserted: boolean }>>,
+  { scoredDuringWrite = false }: { scoredDuringWrite?: boolean } = {},
 ): Promise<Array<{ id: string; inserted: boolean }>> {
   const sanctionScoreOf = (row: Record<string, unknown>) => (row.sanction_score === undefined || row.sanction_score === null ? null : Number(row.sanction_score));
-  const raises = evaluations.some(
-    (evaluation, position) => evaluation !== null && alertKind({ target: batch.target, decision: evaluation.decision, sanctionScore: sanctionScoreOf(rows[position]!) }, settings) !== null,
-  );
+  const raises =
+    scoredDuringWrite ||
+    evaluations.some(
+      (evaluation, position) => evaluation !== null && alertKind({ target: batch.target, decision: evaluation.decision, sanctionScore: sanctionScoreOf(rows[position]!) }, settings) !== null,
+    );
   if (!raises) return write(db, async () => {});
   const scored = (outcomes: ReadonlyArray<{ id: string; inserted: boolean }>): ScoredRecord[] => {
     const records: ScoredRecord[] = [];

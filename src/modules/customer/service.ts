@@ -6,6 +6,7 @@ import type { BatchTrace } from '../records/trace.ts';
 import { withoutNulls, type Action } from '../records/results.ts';
 import { columnsOf, COPY_FROM_LOGS, type ColumnTypes } from '../records/sql.ts';
 import type { CustomerScreening, ScreeningSubject } from '../screening/service.ts';
+import type { EvaluationInput } from '../rules/definitions.ts';
 import { customerFields } from './schemas.ts';
 
 export interface CustomerResult {
@@ -53,6 +54,33 @@ const STORED_IDS = 'select customer_ref, id from customers where customer_ref = 
 /** The storage columns, built once (see storageColumns in the transaction module). */
 const COLUMNS: ColumnTypes = { ...columnsOf(customerFields), ...STORAGE_COLUMNS };
 
+/** A customer's rule input: the record as sent (extras included) and the customer with its screening scores. */
+function ruleInput(item: Accepted): EvaluationInput {
+  // What withoutNulls({ ...extras, ...values }) gives (extras are the fields outside the
+  // table, so the two share no name), without the intermediate copies.
+  // Spread, not assigned: an extra named "__proto__" must stay a plain key.
+  const record = withoutNulls({ ...item.extras });
+  for (const name in item.values) {
+    const value = item.values[name];
+    if (value !== null && value !== undefined) record[name] = value;
+  }
+  // The record with the screening scores over it (an extra of the same name included).
+  const customer = { ...record };
+  const scores: Record<string, unknown> = {
+    sanction_score: item.screening?.sanction_score,
+    sanction_topic: item.screening?.sanction_topic ?? [],
+    ip_address_score: item.screening?.ip_address_score,
+    email_risk_score: item.screening?.email_risk_score,
+    ip_country: item.screening?.ip_country,
+  };
+  for (const name in scores) {
+    const value = scores[name];
+    if (value !== null && value !== undefined) customer[name] = value;
+    else delete customer[name];
+  }
+  return { target: 'customer', record, customer, event: null, aggregates: {} };
+}
+
 function customerPlan(app: AppContext): BatchPlan<Accepted, CustomerResult> {
   // The ids of the batch's customers stored already, read while the records are validated.
   let prefetched: Promise<Map<string, string>> = Promise.resolve(new Map());
@@ -89,37 +117,34 @@ function customerPlan(app: AppContext): BatchPlan<Accepted, CustomerResult> {
 
     storedId: (item) => storedIds.get(item.ref),
 
-    // Customers are screened before their rules run, so a customer rule can use the scores.
-    async ruleInputs(stored, trace) {
-      const screened = stored.filter((item) => !item.values.migration);
-      const screenings = await app.screening.screen(screened.map((item) => item.values as unknown as ScreeningSubject));
-      screened.forEach((item, position) => (item.screening = screenings[position]!));
-      trace?.mark('screening');
-      return stored.map((item) => {
-        // What withoutNulls({ ...extras, ...values }) gives (extras are the fields outside the
-        // table, so the two share no name), without the intermediate copies.
-        // Spread, not assigned: an extra named "__proto__" must stay a plain key.
-        const record = withoutNulls({ ...item.extras });
-        for (const name in item.values) {
-          const value = item.values[name];
-          if (value !== null && value !== undefined) record[name] = value;
-        }
-        // The record with the screening scores over it (an extra of the same name included).
-        const customer = { ...record };
-        const scores: Record<string, unknown> = {
-          sanction_score: item.screening?.sanction_score,
-          sanction_topic: item.screening?.sanction_topic ?? [],
-          ip_address_score: item.screening?.ip_address_score,
-          email_risk_score: item.screening?.email_risk_score,
-          ip_country: item.screening?.ip_country,
-        };
-        for (const name in scores) {
-          const value = scores[name];
-          if (value !== null && value !== undefined) customer[name] = value;
-          else delete customer[name];
-        }
-        return { target: 'customer', record, customer, event: null, aggregates: {} };
+    // Customers are screened before their rules run, so a customer rule can use the scores. Each
+    // customer is scored on its own: the batch writes each as soon as it is screened (`ready`).
+    scoredDuringWrite: true,
+    async ruleInputs(stored, trace, ready) {
+      const inputs = new Array<EvaluationInput>(stored.length);
+      let count = 0;
+      // The inputs of the items before `upTo`, every screened one among them screened.
+      const inputsUpTo = (upTo: number) => {
+        for (; count < upTo; count++) inputs[count] = ruleInput(stored[count]!);
+      };
+      const screened: number[] = [];
+      let assigned = 0;
+      stored.forEach((item, position) => {
+        if (!item.values.migration) screened.push(position);
       });
+      const screenings = await app.screening.screen(
+        screened.map((position) => stored[position]!.values as unknown as ScreeningSubject),
+        ready &&
+          ((screenedCount, done) => {
+            for (; assigned < screenedCount; assigned++) stored[screened[assigned]!]!.screening = done[assigned]!;
+            inputsUpTo(screenedCount < screened.length ? screened[screenedCount]! : stored.length);
+            ready(count, inputs);
+          }),
+      );
+      screened.forEach((position, index) => (stored[position]!.screening = screenings[index]!));
+      trace?.mark('screening');
+      inputsUpTo(stored.length);
+      return inputs;
     },
 
     row: (item, evaluation) =>

@@ -9,13 +9,13 @@ import { BadRequestError, PayloadTooLargeError } from '../../http/errors.ts';
 import { readJsonBody } from '../../http/json-body.ts';
 import { isStorableText } from '../../validation/storable.ts';
 import type { EvaluationInput } from '../rules/definitions.ts';
-import { ExecutionLogWriter, scoreRecords, type Evaluation } from '../rules/engine.ts';
+import { ExecutionLogWriter, ruleScorer, scoreRecords, type Evaluation } from '../rules/engine.ts';
 import { storeRuleVersionSets } from '../rules/version-sets.ts';
 import { DecisionContextWriter } from '../rules/evaluate.ts';
 import { alertSettings, writeWithAlerts } from '../cases/alerts.ts';
 import { validateRecord, type FieldTable } from './fields.ts';
 import { SKIPPED_DECISION, SKIPPED_SCORE, type Action } from './results.ts';
-import { COPY_FROM_LOGS, upsertRowsWithLogs, type ColumnTypes, type LogSource } from './sql.ts';
+import { COPY_FROM_LOGS, keyOrder, RowsMade, upsertRowsWithLogs, type ColumnTypes, type LogSource } from './sql.ts';
 import type { BatchTrace } from './trace.ts';
 
 export const MAX_RECORDS_PER_REQUEST = 1000;
@@ -160,8 +160,16 @@ export interface BatchPlan<Item extends ValidRecord, Result extends { action: st
    * upsert after all, never a wrong log or a lost record.
    */
   storedId?(item: Item): string | undefined;
-  /** The rule input of each item to store, or null for one stored without scoring. */
-  ruleInputs(stored: Item[], trace?: BatchTrace): Promise<Array<EvaluationInput | null>>;
+  /**
+   * The rule input of each item to store, or null for one stored without scoring. A plan whose
+   * records are scored each on its own (no record's input depends on another's) may report
+   * progress through `ready`: `ready(count, inputs)` once the first `count` inputs are final. The
+   * batch then writes each record as soon as it is scored (scoredDuringWrite), with `stored` in
+   * the order the write locks the refs (records/sql.ts keyOrder), so the first ready are the first sent.
+   */
+  ruleInputs(stored: Item[], trace?: BatchTrace, ready?: (count: number, inputs: ReadonlyArray<EvaluationInput | null>) => void): Promise<Array<EvaluationInput | null>>;
+  /** Set by a plan that reports progress through ruleInputs' `ready` (see there). */
+  scoredDuringWrite?: boolean;
   /**
    * The row to store: the item's values completed in place with the storage columns (copying 40
    * columns per record cost more than serialising them; the values are not read once the batch is
@@ -206,6 +214,10 @@ export async function runBatch<Item extends ValidRecord, Result extends { action
   });
   const lastIndex = lastOccurrence(accepted);
   const stored = accepted.filter((item) => item.ref === null || lastIndex.get(item.ref) === item.index);
+  if (large && plan.scoredDuringWrite && stored.length > COPY_FROM_LOGS && stored.every((item) => item.ref !== null)) {
+    const written = await scoreWhileWriting(app, plan, keyOrder(stored.map((item) => item.ref!)).map((position) => stored[position]!), actor, trace);
+    return report(plan, written, accepted, lastIndex, results, trace);
+  }
 
   // The accepting above and the rule inputs below (a financial batch's aggregates) are each
   // tens of milliseconds of one uninterrupted stretch on a slow core: a whole turn between them.
@@ -259,9 +271,105 @@ export async function runBatch<Item extends ValidRecord, Result extends { action
   if (trace && logs.count > COPY_FROM_LOGS) trace.roundTrips += 2;
   trace?.mark('alerts and commit');
 
-  stored.forEach((item, position) => {
-    results[item.index] = plan.result(item, outcomes[position]!, rows[position]!, evaluations[position]!);
+  const written = stored.map((item, position) => ({ item, outcome: outcomes[position]!, row: rows[position]!, evaluation: evaluations[position]! }));
+  return report(plan, written, accepted, lastIndex, results, trace);
+}
+
+/**
+ * The rest of runBatch for a plan that scores its records as they become ready (scoredDuringWrite):
+ * the write starts at once, each record's row is made as soon as its rule input is ready, and the
+ * COPY takes the rows as they are made, so PostgreSQL stores the first records while the rest are
+ * still being screened. `stored` is in key order. Returns the outcomes with each item's row and evaluation.
+ */
+async function scoreWhileWriting<Item extends ValidRecord, Result extends { action: string; warnings: string[] }>(
+  app: AppContext,
+  plan: BatchPlan<Item, Result>,
+  stored: Item[],
+  actor: Actor,
+  trace?: BatchTrace,
+): Promise<Array<{ item: Item; outcome: { id: string; inserted: boolean }; row: Record<string, unknown>; evaluation: Evaluation | null }>> {
+  const by = `${actor.type}:${actor.id}`;
+  const score = await ruleScorer(app);
+  const evaluations = new Array<Evaluation | null>(stored.length).fill(null);
+  const rows = new Array<Record<string, unknown>>(stored.length);
+  const made = new RowsMade();
+  let ruleInputs: ReadonlyArray<EvaluationInput | null> = [];
+  const logged: number[] = [];
+  const contexts = new DecisionContextWriter();
+  const writer = new ExecutionLogWriter(plan.target, by, (input) => contexts.json(input));
+  const logs: LogSource = {
+    get count() {
+      return logged.length;
+    },
+    build: (start, end) =>
+      logged.slice(start, end).map((position) => writer.entry(rows[position]!.log_id as string, stored[position]!.ref, evaluations[position]!, ruleInputs[position]!)),
+  };
+  // Rows are made one stretch at a time, in order: each stretch scored, its rows made and its
+  // rule-version sets stored (before any log names them) before the next.
+  let making = Promise.resolve();
+  const ready = (count: number, inputs: ReadonlyArray<EvaluationInput | null>) => {
+    ruleInputs = inputs;
+    making = making.then(async () => {
+      const from = made.count;
+      if (count <= from) return;
+      const scoredPositions: number[] = [];
+      for (let position = from; position < count; position++) if (inputs[position]) scoredPositions.push(position);
+      const scored = score(scoredPositions.map((position) => inputs[position]!));
+      scoredPositions.forEach((position, index) => (evaluations[position] = scored[index]!));
+      for (let position = from; position < count; position++) {
+        const evaluation = evaluations[position]!;
+        const row = plan.row(stored[position]!, evaluation);
+        row.id = plan.storedId?.(stored[position]!) ?? timeOrderedId();
+        row.log_id = evaluation ? timeOrderedId() : null;
+        row.created_by = by;
+        row.updated_by = by;
+        rows[position] = row;
+        if (evaluation) logged.push(position);
+      }
+      await storeRuleVersionSets(app.db, scored.map((evaluation) => evaluation.rule_versions));
+      made.advance(count);
+    });
+    making.catch((error) => made.fail(error));
+  };
+  const scoring = plan.ruleInputs(stored, trace, ready).then((inputs) => {
+    ready(stored.length, inputs);
+    return making;
   });
+  // Whatever stops the scoring stops the write (its COPY waits for rows that will not come).
+  scoring.catch((error) => made.fail(error));
+  const allNew = plan.storedId !== undefined && stored.every((item) => plan.storedId!(item) === undefined);
+  const keys = stored.map((item) => item.ref!);
+  const writing = retryOnConflict(() =>
+    writeWithAlerts(
+      app.db,
+      plan,
+      rows,
+      evaluations,
+      alertSettings(app.config),
+      (db, afterRecords) => upsertRowsWithLogs(db, plan.table, plan.refField, plan.columns, rows, logs, trace, { allNew, made, keys, afterRecords }),
+      { scoredDuringWrite: true },
+    ),
+  );
+  // Both settle before the batch answers, so a failure answers only once the write is rolled back.
+  const [scored, written] = await Promise.allSettled([scoring.then(() => trace?.mark('rules and rows (after the last record was screened)')), writing]);
+  if (scored.status === 'rejected') throw scored.reason;
+  if (written.status === 'rejected') throw written.reason;
+  const outcomes = written.value;
+  if (trace) trace.roundTrips += 2;
+  trace?.mark('alerts and commit');
+  return stored.map((item, position) => ({ item, outcome: outcomes[position]!, row: rows[position]!, evaluation: evaluations[position]! }));
+}
+
+/** Each stored record's result, in the order sent; an earlier occurrence of a repeated ref reports the stored one (reportRepeatedRefs). */
+function report<Item extends ValidRecord, Result extends { action: string; warnings: string[] }>(
+  plan: BatchPlan<Item, Result>,
+  written: Array<{ item: Item; outcome: { id: string; inserted: boolean }; row: Record<string, unknown>; evaluation: Evaluation | null }>,
+  accepted: Item[],
+  lastIndex: Map<string, number>,
+  results: Result[],
+  trace?: BatchTrace,
+): Result[] {
+  for (const { item, outcome, row, evaluation } of written) results[item.index] = plan.result(item, outcome, row, evaluation);
   reportRepeatedRefs(accepted, lastIndex, results, plan.refField);
   trace?.mark('results');
   return results;

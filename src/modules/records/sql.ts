@@ -203,21 +203,58 @@ function logLine(log: ExecutionLogEntry, recordId: string): string {
 type Stored = { id: string; log_id: string | null; key: string; inserted: boolean };
 
 /**
- * Rows of `rows` (by position) in COPY text, `ROWS_PER_TURN` per chunk, with a turn of the event
- * loop between chunks; `sent` is called once the last chunk is taken.
+ * Rows that are still being made while their write starts: the first `count` (by position) are
+ * made, and `reach` waits until at least so many are (and fails with whatever stopped them).
  */
-async function* rowChunks(rows: Record<string, unknown>[], order: readonly number[], encode: (row: Record<string, unknown>) => string, sent: () => void): AsyncGenerator<string> {
-  for (let start = 0; start < order.length; start += ROWS_PER_TURN) {
+export class RowsMade {
+  count = 0;
+  private failure: { error: unknown } | null = null;
+  private waiting: Array<{ count: number; resolve: () => void; reject: (error: unknown) => void }> = [];
+
+  reach(count: number): Promise<void> {
+    if (this.failure) return Promise.reject(this.failure.error);
+    if (this.count >= count) return Promise.resolve();
+    return new Promise((resolve, reject) => this.waiting.push({ count, resolve, reject }));
+  }
+
+  advance(count: number): void {
+    this.count = count;
+    this.waiting = this.waiting.filter((waiter) => (waiter.count <= count ? (waiter.resolve(), false) : true));
+  }
+
+  fail(error: unknown): void {
+    this.failure = { error };
+    for (const waiter of this.waiting) waiter.reject(error);
+    this.waiting = [];
+  }
+}
+
+/**
+ * Rows of `rows` (by position) in COPY text, up to `ROWS_PER_TURN` per chunk, with a turn of the
+ * event loop between chunks; `sent` is called once the last chunk is taken. With `made`, a chunk
+ * holds the rows made so far, waiting for the next when none is.
+ */
+async function* rowChunks(
+  rows: Record<string, unknown>[],
+  order: readonly number[],
+  encode: (row: Record<string, unknown>) => string,
+  sent: () => void,
+  made?: RowsMade,
+): AsyncGenerator<string> {
+  for (let start = 0; start < order.length; ) {
     if (start > 0) await nextTurn();
+    if (made) await made.reach(order[start]! + 1);
     let chunk = '';
-    for (let index = start; index < Math.min(order.length, start + ROWS_PER_TURN); index++) chunk += encode(rows[order[index]!]!);
+    let index = start;
+    for (; index < Math.min(order.length, start + ROWS_PER_TURN) && (!made || order[index]! < made.count); index++) chunk += encode(rows[order[index]!]!);
+    start = index;
     yield chunk;
   }
   sent();
 }
 
 /** The positions of `keys` in byte-wise order (collate "C", as the upserts lock keys). */
-function keyOrder(keys: readonly string[]): number[] {
+export function keyOrder(keys: readonly string[]): number[] {
   const bytes = keys.map((key) => Buffer.from(key));
   return keys.map((_, index) => index).sort((a, b) => Buffer.compare(bytes[a]!, bytes[b]!));
 }
@@ -254,22 +291,31 @@ export async function upsertRowsWithLogs(
     keep = ['id', 'created_by'],
     allNew = false,
     afterRecords,
+    made,
+    keys: givenKeys,
   }: {
     keep?: string[];
     allNew?: boolean;
     /** Run in a large batch's transaction once its records are stored, before their logs are copied (the alerts): the logs are built meanwhile. */
     afterRecords?: (outcomes: ReadonlyArray<{ id: string; inserted: boolean }>) => Promise<void>;
+    /**
+     * For rows still being made (filled in `rows` by position as `made` says): the write starts
+     * at once and each row goes as soon as it is made. Needs `keys` (the rows' conflict keys) and
+     * takes the large batch's way whatever the count.
+     */
+    made?: RowsMade;
+    keys?: string[];
   } = {},
 ): Promise<Array<{ id: string; inserted: boolean }>> {
   if (rows.length === 0) return [];
   // Rows without a conflict key (non-financial events sent without a ref) are always new: known by the id made for them.
   const keyOf = (row: Record<string, unknown>) => String(row[conflictColumn] ?? row.id);
-  const keys = rows.map(keyOf);
+  const keys = givenKeys ?? rows.map(keyOf);
   const statements = upsertStatements(table, conflictColumn, columns, keep);
 
   // knex has no named statements or COPY: both run on its connection (the transaction's, inside one).
   let stored: Stored[];
-  if (logs.count <= COPY_FROM_LOGS) {
+  if (logs.count <= COPY_FROM_LOGS && !made) {
     stored = await onConnection(db, async (connection) => {
       const values = [JSON.stringify(rows), `[${logs.build(0, logs.count).map(logJson).join(',')}]`];
       const result = (await connection.query({ name: `${statements.name}_logged`, text: statements.withLogs, values } as never)) as { rows: Stored[] };
@@ -283,9 +329,12 @@ export async function upsertRowsWithLogs(
         const encode = rowEncoder(columns);
         // The staging table takes the rows as given (its upsert locks them in key order); a COPY into
         // the table itself locks them as it goes, so it sends them in key order (keyOrder).
-        const asGiven = rows.map((_, index) => index);
+        const asGiven = keys.map((_, index) => index);
+        // Which record each log names: read once every row is made (the logs are built after).
         const recordOfLog = new Map<string, string>();
-        for (const row of rows) if (row.log_id) recordOfLog.set(row.log_id as string, row.id as string);
+        const readLogIds = () => {
+          for (const row of rows) if (row.log_id) recordOfLog.set(row.log_id as string, row.id as string);
+        };
         const logChunk = (start: number) => {
           let chunk = '';
           for (const log of logs.build(start, Math.min(logs.count, start + LOGS_PER_TURN))) chunk += logLine(log, recordOfLog.get(log.id)!);
@@ -300,7 +349,7 @@ export async function upsertRowsWithLogs(
           await connection.query('savepoint warden_new_rows' as never);
           if (trace) trace.roundTrips += 2;
           try {
-            await copyIn(connection, statements.copyNew, rowChunks(rows, keyOrder(keys), encode, rowsSent));
+            await copyIn(connection, statements.copyNew, rowChunks(rows, keyOrder(keys), encode, rowsSent, made));
             return rows.map((row, index) => ({ id: row.id as string, log_id: (row.log_id as string | null) ?? null, key: keys[index]!, inserted: true }));
           } catch (error) {
             if ((error as { code?: string }).code !== UNIQUE_VIOLATION) throw error;
@@ -313,15 +362,14 @@ export async function upsertRowsWithLogs(
         const stageAndUpsert = async (): Promise<Stored[]> => {
           if (!allNew) how = 'rows staged and upserted';
           await connection.query(statements.createStaging as never);
-          await copyIn(connection, statements.copy, rowChunks(rows, asGiven, encode, rowsSent));
+          await copyIn(connection, statements.copy, rowChunks(rows, asGiven, encode, rowsSent, made));
           const upserted = (await connection.query({ name: `${statements.name}_staged`, text: statements.fromStaging } as never)) as { rows: Stored[] };
           if (trace) trace.roundTrips += 3;
           return upserted.rows;
         };
         const writing = (allNew ? copyNew() : Promise.resolve(null)).then((results) => results ?? stageAndUpsert());
-        let written = false;
         // Awaited after the logs are built; a failure must not count as unhandled meanwhile.
-        writing.then(() => (written = true), () => (written = true));
+        writing.catch(() => {});
         // The logs are built while PostgreSQL works: from when every row is sent (before, they would
         // hold the rows back) up to when the records are stored, then while the alerts are raised
         // (afterRecords); the rest as their COPY takes them.
@@ -339,6 +387,7 @@ export async function upsertRowsWithLogs(
         };
         try {
           await Promise.race([sent, writing.catch(() => {})]);
+          readLogIds();
           await buildLogsWhile(writing);
         } catch (error) {
           // The connection goes back only once PostgreSQL has answered what it was sent.
@@ -346,6 +395,7 @@ export async function upsertRowsWithLogs(
           throw error;
         }
         const results = await writing;
+        if (recordOfLog.size === 0) readLogIds();
         trace?.mark(`write: BEGIN, ${how}, logs built meanwhile`);
         if (afterRecords) {
           const after = afterRecords(byPosition(keys, results, table));

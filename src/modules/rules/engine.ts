@@ -27,19 +27,26 @@ const RECORDS_PER_TURN = 200;
  */
 export async function scoreRecords(app: AppContext, inputs: EvaluationInput[]): Promise<Evaluation[]> {
   if (inputs.length === 0) return [];
+  const score = await ruleScorer(app);
+  if (inputs.length <= RECORDS_PER_TURN) return score(inputs);
+  const results: Evaluation[] = [];
+  for (let start = 0; start < inputs.length; start += RECORDS_PER_TURN) {
+    if (start > 0) await nextTurn();
+    results.push(...score(inputs.slice(start, start + RECORDS_PER_TURN)));
+  }
+  return results;
+}
+
+/** Scores records with the rules active now, compiled once per rule set: one batch scored in parts scores every part by the same rules. */
+export async function ruleScorer(app: AppContext): Promise<(inputs: EvaluationInput[]) => Evaluation[]> {
   const rules = await app.rules.active();
   let compiled = compiledSets.get(rules);
   if (!compiled) {
     compiled = compileRuleSet(rules);
     compiledSets.set(rules, compiled);
   }
-  if (inputs.length <= RECORDS_PER_TURN) return evaluateRecords(compiled, inputs, app.config.thresholds);
-  const results: Evaluation[] = [];
-  for (let start = 0; start < inputs.length; start += RECORDS_PER_TURN) {
-    if (start > 0) await nextTurn();
-    results.push(...evaluateRecords(compiled, inputs.slice(start, start + RECORDS_PER_TURN), app.config.thresholds));
-  }
-  return results;
+  const ruleSet = compiled;
+  return (inputs) => evaluateRecords(ruleSet, inputs, app.config.thresholds);
 }
 
 /**

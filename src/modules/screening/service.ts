@@ -3,9 +3,10 @@ import type { Knex } from 'knex';
 import type { Config } from '../../config.ts';
 import { CHANNELS, type NotificationHub } from '../../db/notifications.ts';
 import type { Pools } from '../../pools.ts';
-import { loadEmailLists, scoreEmail, type EmailLists } from './email-risk.ts';
-import { createIpRiskContext, scoreIp, type IpRiskContext } from './ip-risk.ts';
-import type { ScreenedSlices, ScreenedText, ScreenTask } from '../../../workers/light.ts';
+import { loadEmailLists, scoreEmail, type EmailLists, type EmailRiskResult } from './email-risk.ts';
+import { createIpRiskContext, scoreIp, type IpRiskContext, type IpRiskResult } from './ip-risk.ts';
+import type { ScreenedSlice, ScreenedText, ScreenTask } from '../../../workers/light.ts';
+import { MessageChannel, type MessagePort } from 'node:worker_threads';
 import { JsonText } from '../records/sql.ts';
 import { SanctionsIndex, type ScreeningQuery } from './sanctions/matcher.ts';
 import { shareIndex, type SharedSanctionsIndex } from './sanctions/shared-index.ts';
@@ -81,51 +82,99 @@ export class ScreeningService {
     return loading;
   }
 
-  async screen(subjects: ScreeningSubject[]): Promise<CustomerScreening[]> {
+  /**
+   * Screens `subjects`. With `ready`, reports progress as the workers go: `ready(count, screenings)`
+   * each time the first `count` subjects are screened (screenings holds them by position), so the
+   * caller can go on with them before the rest is done.
+   */
+  async screen(subjects: ScreeningSubject[], ready?: (count: number, screenings: readonly CustomerScreening[]) => void): Promise<CustomerScreening[]> {
+    const sanctions = new Array<ScreenedText | undefined>(subjects.length);
+    const screenings = new Array<CustomerScreening>(subjects.length);
+    let ips: IpRiskResult[] | undefined;
+    let emails: EmailRiskResult[] | undefined;
+    let count = 0;
+    // Combines what is known in subject order; called once the IPs and emails are scored, then as the names are.
+    const advance = () => {
+      if (!ips || !emails) return;
+      const before = count;
+      for (; count < subjects.length && sanctions[count] !== undefined; count++) {
+        const sanction = sanctions[count]!;
+        const ip = ips[count]!;
+        const email = emails[count]!;
+        screenings[count] = {
+          sanction_score: sanction.score,
+          sanction_topic: sanction.topics,
+          sanction_matches: new JsonText(sanction.matches),
+          ip_address_score: ip.score,
+          ip_reasons: ip.reasons,
+          ip_country: ip.country,
+          email_risk_score: email.score,
+          email_reasons: email.reasons,
+        };
+      }
+      if (ready && count > before) ready(count, screenings);
+    };
     // The workers match names while this thread scores the IP addresses and emails: the tasks are
     // handed to them (synchronously, once the index is known) before the scoring below starts.
-    const sanctioning = this.screenSanctions(await this.sanctionsIndex(), subjects);
+    const sanctioning = this.screenSanctions(await this.sanctionsIndex(), subjects, (position, result) => {
+      sanctions[position] = result;
+      if (position === count) advance();
+    });
     sanctioning.catch(() => {});
-    const ips = subjects.map((subject) => scoreIp({ ip: subject.ip_address, customerCountry: subject.country ?? subject.nationality }, this.ipContext));
-    const emails = subjects.map((subject) =>
+    ips = subjects.map((subject) => scoreIp({ ip: subject.ip_address, customerCountry: subject.country ?? subject.nationality }, this.ipContext));
+    emails = subjects.map((subject) =>
       scoreEmail({ email: subject.email, firstName: subject.first_name, lastName: subject.last_name, birthDate: subject.birth_date }, this.emailLists),
     );
-    const sanctionResults = await sanctioning;
-    return subjects.map((_, position) => {
-      const sanctions = sanctionResults[position]!;
-      const ip = ips[position]!;
-      const email = emails[position]!;
-      return {
-        sanction_score: sanctions.score,
-        sanction_topic: sanctions.topics,
-        sanction_matches: new JsonText(sanctions.matches),
-        ip_address_score: ip.score,
-        ip_reasons: ip.reasons,
-        ip_country: ip.country,
-        email_risk_score: email.score,
-        email_reasons: email.reasons,
-      };
-    });
+    advance();
+    await sanctioning;
+    return screenings;
   }
 
-  private async screenSanctions(index: SharedSanctionsIndex | null, subjects: ScreeningSubject[]): Promise<ScreenedText[]> {
-    const empty: ScreenedText = { score: 0, topics: [], matches: '[]' };
-    const named = subjects.map(sanctionsQuery).flatMap((query, position) => (query ? [{ query, position }] : []));
-    const results: ScreenedText[] = subjects.map(() => empty);
-    if (!index || named.length === 0) return results;
+  /** Matches each subject's name, calling `screened(position, result)` for each as it comes; resolves once every subject has its result. */
+  private screenSanctions(index: SharedSanctionsIndex | null, subjects: ScreeningSubject[], screened: (position: number, result: ScreenedText) => void): Promise<void> {
+    const named: Array<{ query: ScreeningQuery; position: number }> = [];
+    subjects.forEach((subject, position) => {
+      const query = index ? sanctionsQuery(subject) : null;
+      if (query) named.push({ query, position });
+      else screened(position, NOT_SCREENED);
+    });
+    if (named.length === 0) return Promise.resolve();
     // One task per worker over all the queries, which the workers take in slices from a shared
-    // counter. Handing out eight tasks instead, four per worker, left workers idle: the request
-    // thread, scoring IP addresses and emails meanwhile (or collecting garbage), handed a worker
-    // its next task 10-15 ms after it asked (scratch: tasks started 25-30 ms into a 70 ms phase
-    // whose first two took 13-15 ms).
+    // counter, posting each slice's results as it is done. Handing out eight tasks instead, four
+    // per worker, left workers idle: the request thread, scoring IP addresses and emails meanwhile
+    // (or collecting garbage), handed a worker its next task 10-15 ms after it asked (scratch:
+    // tasks started 25-30 ms into a 70 ms phase whose first two took 13-15 ms).
     const queries = named.map((item) => item.query);
     const next = new Int32Array(new SharedArrayBuffer(4));
-    const task: ScreenTask = { type: 'screen', index, queries, next, slice: SCREEN_SLICE };
-    const outputs = (await Promise.all(Array.from({ length: this.workers }, () => this.pools.light.run(task)))) as ScreenedSlices[];
-    for (const output of outputs) output.positions.forEach((position, at) => (results[named[position]!.position] = output.results[at]!));
-    return results;
+    return new Promise<void>((resolve, reject) => {
+      let received = 0;
+      const ports: MessagePort[] = [];
+      const finish = (error?: unknown) => {
+        for (const port of ports) port.close();
+        if (error) reject(error);
+        else resolve();
+      };
+      const tasks = Array.from({ length: this.workers }, () => {
+        const { port1, port2 } = new MessageChannel();
+        ports.push(port1);
+        port1.on('message', ({ start, results }: ScreenedSlice) => {
+          results.forEach((result, offset) => screened(named[start + offset]!.position, result));
+          received += results.length;
+          if (received === named.length) finish();
+        });
+        const task: ScreenTask = { type: 'screen', index: index!, queries, next, slice: SCREEN_SLICE, port: port2 };
+        return this.pools.light.run(task, { transferList: [port2] }) as Promise<number>;
+      });
+      // The results come by the ports; a task only says how many it screened, or why it failed.
+      Promise.all(tasks).then((counts) => {
+        if (counts.reduce((sum, screenedHere) => sum + screenedHere, 0) !== named.length) finish(new Error('sanctions screening: the workers screened a different number of names than asked'));
+      }, finish);
+    });
   }
 }
+
+/** The result of a subject without a name to screen, or screened while no list is loaded. */
+const NOT_SCREENED: ScreenedText = { score: 0, topics: [], matches: '[]' };
 
 function sanctionsQuery(subject: ScreeningSubject): ScreeningQuery | null {
   const corporate = subject.customer_type === 2;
