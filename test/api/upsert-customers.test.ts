@@ -160,7 +160,7 @@ test('a batch large enough to be written while it is screened answers as the sam
     const result = answered.get(row.customer_ref)!;
     t.is(row.id, result.id);
     t.is(row.decision, result.decision);
-    t.is(row.sanction_score === null ? null : Number(row.sanction_score), result.sanction_score);
+    t.is(row.sanction_score === null ? null : Number(row.sanction_score), result.sanction_score as number | null);
   }
   const logs = await app.database.knex('execution_logs').whereIn('id', stored.map((row) => row.log_id)).select('record_id');
   t.is(logs.length, 400);
