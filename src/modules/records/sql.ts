@@ -330,10 +330,11 @@ export async function upsertRowsWithLogs(
         // The staging table takes the rows as given (its upsert locks them in key order); a COPY into
         // the table itself locks them as it goes, so it sends them in key order (keyOrder).
         const asGiven = keys.map((_, index) => index);
-        // Which record each log names: read once every row is made (the logs are built after).
+        // Which record each log names: read once every row is made (the logs are built after; a
+        // write that failed before may leave some unmade).
         const recordOfLog = new Map<string, string>();
         const readLogIds = () => {
-          for (const row of rows) if (row.log_id) recordOfLog.set(row.log_id as string, row.id as string);
+          for (const row of rows) if (row?.log_id) recordOfLog.set(row.log_id as string, row.id as string);
         };
         const logChunk = (start: number) => {
           let chunk = '';
