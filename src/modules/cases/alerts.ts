@@ -88,7 +88,7 @@ const OPEN_CASES = openCases(
   'select id, customer_id, priority, alert_count from json_to_recordset($1::json) as r(id uuid, customer_id uuid, priority numeric, alert_count integer)',
 );
 
-/** The cases of customers this batch inserted, which can only be new: by COPY, at a third of the upsert's cost (740 cases: 12 ms). */
+/** The cases of customers this batch inserted, which can only be new: by COPY (740 cases: 4.9 ms, against 12.1 by the upsert). */
 const CASE_COPY = 'copy cases (id, customer_id, priority, alert_count) from stdin';
 
 const ALERT_COPY = 'copy alerts (id, case_id, customer_id, target, record_id, record_ref, log_id, kind, score, decision, rule_codes) from stdin';
