@@ -167,6 +167,16 @@ test('a batch large enough to be written while it is screened answers as the sam
   t.true(logs.every((log) => stored.some((row) => row.id === log.record_id)));
 });
 
+test('a large batch of migration records only (nothing to screen) is written as the others are', async (t) => {
+  const batch = Array.from({ length: 300 }, (_, index) => ({ customer_ref: `c-migrated-${index}`, first_name: 'Dmitri', last_name: 'Karavello', migration: true }));
+  const response = await app.request('POST', CUSTOMERS, { token, json: batch });
+  t.is(response.status, 200);
+  const results = response.body.data.results as Array<{ customer_ref: string; action: string; sanction_score: number | null }>;
+  t.deepEqual(results.map((result) => result.customer_ref), batch.map((record) => record.customer_ref));
+  t.true(results.every((result) => result.action === 'created' && result.sanction_score === null));
+  t.is(Number((await app.database.knex.raw("select count(*) as n from customers where customer_ref like 'c-migrated-%'")).rows[0].n), 300);
+});
+
 test('a failure while a large batch is written as it is screened stores nothing of it; a retry then succeeds', async (t) => {
   await app.database.knex.raw(`
     create function fail_on_customer_boom() returns trigger language plpgsql as $$
