@@ -121,29 +121,27 @@ function customerPlan(app: AppContext): BatchPlan<Accepted, CustomerResult> {
     // customer is scored on its own: the batch writes each as soon as it is screened (`ready`).
     scoredDuringWrite: true,
     async ruleInputs(stored, trace, ready) {
+      const screened = stored.flatMap((item, position) => (item.values.migration ? [] : [position]));
       const inputs = new Array<EvaluationInput>(stored.length);
+      let assigned = 0;
       let count = 0;
-      // The inputs of the items before `upTo`, every screened one among them screened.
-      const inputsUpTo = (upTo: number) => {
+      // Hands the first `screenedCount` screenings to their items, then makes the inputs of every
+      // item before the first one still being screened.
+      const advance = (screenedCount: number, screenings: readonly CustomerScreening[]) => {
+        for (; assigned < screenedCount; assigned++) stored[screened[assigned]!]!.screening = screenings[assigned]!;
+        const upTo = screenedCount < screened.length ? screened[screenedCount]! : stored.length;
         for (; count < upTo; count++) inputs[count] = ruleInput(stored[count]!);
       };
-      const screened: number[] = [];
-      let assigned = 0;
-      stored.forEach((item, position) => {
-        if (!item.values.migration) screened.push(position);
-      });
       const screenings = await app.screening.screen(
         screened.map((position) => stored[position]!.values as unknown as ScreeningSubject),
         ready &&
           ((screenedCount, done) => {
-            for (; assigned < screenedCount; assigned++) stored[screened[assigned]!]!.screening = done[assigned]!;
-            inputsUpTo(screenedCount < screened.length ? screened[screenedCount]! : stored.length);
+            advance(screenedCount, done);
             ready(count, inputs);
           }),
       );
-      screened.forEach((position, index) => (stored[position]!.screening = screenings[index]!));
       trace?.mark('screening');
-      inputsUpTo(stored.length);
+      advance(screened.length, screenings);
       return inputs;
     },
 

@@ -235,29 +235,14 @@ export async function runBatch<Item extends ValidRecord, Result extends { action
   // The positions (in `stored`) of the scored records, one execution log each.
   const logged: number[] = [];
   let next = 0;
-  // Whether the reads found no record of the batch stored (only a plan that looks can say so).
-  let allNew = plan.storedId !== undefined;
   stored.forEach((item, position) => {
     const evaluation = ruleInputs[position] ? scored[next++]! : null;
     evaluations[position] = evaluation;
-    const row = plan.row(item, evaluation);
-    const storedId = plan.storedId?.(item);
-    if (storedId !== undefined) allNew = false;
-    row.id = storedId ?? timeOrderedId();
-    row.log_id = evaluation ? timeOrderedId() : null;
-    row.created_by = by;
-    row.updated_by = by;
-    rows[position] = row;
+    rows[position] = completeRow(plan, item, evaluation, by);
     if (evaluation) logged.push(position);
   });
-  // The decision contexts are the largest part of the write; a large batch builds them while its records are being written.
-  const contexts = new DecisionContextWriter();
-  const writer = new ExecutionLogWriter(plan.target, by, (input) => contexts.json(input));
-  const logs: LogSource = {
-    count: logged.length,
-    build: (start, end) =>
-      logged.slice(start, end).map((position) => writer.entry(rows[position]!.log_id as string, stored[position]!.ref, evaluations[position]!, ruleInputs[position]!)),
-  };
+  const allNew = noneStored(plan, stored);
+  const logs = logSource(plan, by, stored, rows, evaluations, () => ruleInputs, logged);
   // The rule-version sets the logs will name, stored first (usually known already: no statement).
   const storedSets = await storeRuleVersionSets(app.db, scored.map((evaluation) => evaluation.rule_versions));
   if (storedSets && trace) trace.roundTrips += 1;
@@ -273,6 +258,51 @@ export async function runBatch<Item extends ValidRecord, Result extends { action
 
   const written = stored.map((item, position) => ({ item, outcome: outcomes[position]!, row: rows[position]!, evaluation: evaluations[position]! }));
   return report(plan, written, accepted, lastIndex, results, trace);
+}
+
+/** An item's row to store: the plan's row with its id (the stored one when the batch's reads found it), its log's id and who wrote it. */
+function completeRow<Item extends ValidRecord, Result extends { action: string; warnings: string[] }>(
+  plan: BatchPlan<Item, Result>,
+  item: Item,
+  evaluation: Evaluation | null,
+  by: string,
+): Record<string, unknown> {
+  const row = plan.row(item, evaluation);
+  row.id = plan.storedId?.(item) ?? timeOrderedId();
+  row.log_id = evaluation ? timeOrderedId() : null;
+  row.created_by = by;
+  row.updated_by = by;
+  return row;
+}
+
+/** Whether the batch's reads found none of its records stored (only a plan that looks can say so). */
+function noneStored<Item extends ValidRecord, Result extends { action: string; warnings: string[] }>(plan: BatchPlan<Item, Result>, stored: Item[]): boolean {
+  return plan.storedId !== undefined && stored.every((item) => plan.storedId!(item) === undefined);
+}
+
+/**
+ * The execution logs of the records at `logged` (positions in `stored`), built when the write asks
+ * for them: the decision contexts are the largest part of the write, and a large batch builds them
+ * while its records are being written.
+ */
+function logSource<Item extends ValidRecord, Result extends { action: string; warnings: string[] }>(
+  plan: BatchPlan<Item, Result>,
+  by: string,
+  stored: Item[],
+  rows: Array<Record<string, unknown>>,
+  evaluations: Array<Evaluation | null>,
+  ruleInputs: () => ReadonlyArray<EvaluationInput | null>,
+  logged: number[],
+): LogSource {
+  const contexts = new DecisionContextWriter();
+  const writer = new ExecutionLogWriter(plan.target, by, (input) => contexts.json(input));
+  return {
+    get count() {
+      return logged.length;
+    },
+    build: (start, end) =>
+      logged.slice(start, end).map((position) => writer.entry(rows[position]!.log_id as string, stored[position]!.ref, evaluations[position]!, ruleInputs()[position]!)),
+  };
 }
 
 /**
@@ -295,15 +325,7 @@ async function scoreWhileWriting<Item extends ValidRecord, Result extends { acti
   const made = new RowsMade();
   let ruleInputs: ReadonlyArray<EvaluationInput | null> = [];
   const logged: number[] = [];
-  const contexts = new DecisionContextWriter();
-  const writer = new ExecutionLogWriter(plan.target, by, (input) => contexts.json(input));
-  const logs: LogSource = {
-    get count() {
-      return logged.length;
-    },
-    build: (start, end) =>
-      logged.slice(start, end).map((position) => writer.entry(rows[position]!.log_id as string, stored[position]!.ref, evaluations[position]!, ruleInputs[position]!)),
-  };
+  const logs = logSource(plan, by, stored, rows, evaluations, () => ruleInputs, logged);
   // Rows are made one stretch at a time, in order: each stretch scored, its rows made and its
   // rule-version sets stored (before any log names them) before the next.
   let making = Promise.resolve();
@@ -317,14 +339,8 @@ async function scoreWhileWriting<Item extends ValidRecord, Result extends { acti
       const scored = score(scoredPositions.map((position) => inputs[position]!));
       scoredPositions.forEach((position, index) => (evaluations[position] = scored[index]!));
       for (let position = from; position < count; position++) {
-        const evaluation = evaluations[position]!;
-        const row = plan.row(stored[position]!, evaluation);
-        row.id = plan.storedId?.(stored[position]!) ?? timeOrderedId();
-        row.log_id = evaluation ? timeOrderedId() : null;
-        row.created_by = by;
-        row.updated_by = by;
-        rows[position] = row;
-        if (evaluation) logged.push(position);
+        rows[position] = completeRow(plan, stored[position]!, evaluations[position]!, by);
+        if (evaluations[position]) logged.push(position);
       }
       await storeRuleVersionSets(app.db, scored.map((evaluation) => evaluation.rule_versions));
       made.advance(count);
@@ -337,7 +353,7 @@ async function scoreWhileWriting<Item extends ValidRecord, Result extends { acti
   });
   // Whatever stops the scoring stops the write (its COPY waits for rows that will not come).
   scoring.catch((error) => made.fail(error));
-  const allNew = plan.storedId !== undefined && stored.every((item) => plan.storedId!(item) === undefined);
+  const allNew = noneStored(plan, stored);
   const keys = stored.map((item) => item.ref!);
   const writing = retryOnConflict(() =>
     writeWithAlerts(

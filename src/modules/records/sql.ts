@@ -396,7 +396,6 @@ export async function upsertRowsWithLogs(
           throw error;
         }
         const results = await writing;
-        if (recordOfLog.size === 0) readLogIds();
         trace?.mark(`write: BEGIN, ${how}, logs built meanwhile`);
         if (afterRecords) {
           const after = afterRecords(byPosition(keys, results, table));
