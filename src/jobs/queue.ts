@@ -1,8 +1,8 @@
 import type { Knex } from 'knex';
 import PgBoss from 'pg-boss';
-import type pg from 'pg';
 import type { Logger } from '../logger.ts';
 import { announce, CHANNELS, type NotificationHub } from '../db/notifications.ts';
+import { runStatement, type Connection } from '../db/knex.ts';
 
 export const QUEUES = {
   verifyArtifact: 'verify-artifact',
@@ -33,13 +33,13 @@ type Executor = { executeSql(text: string, values: unknown[]): Promise<{ rows: u
 function poolExecutor(db: Knex): Executor {
   return {
     async executeSql(text, values) {
-      const connection = (await db.client.acquireConnection()) as pg.PoolClient;
+      const connection = (await db.client.acquireConnection()) as Connection;
       try {
-        return await connection.query(text, values as unknown[]);
+        return await runStatement(connection, { text, values });
       } catch (error) {
         // pg-boss sends whole `BEGIN; ...; COMMIT` scripts: one that fails midway leaves its
         // connection inside an aborted transaction, which must not go back to the pool like that.
-        await connection.query('ROLLBACK').catch(() => {});
+        await runStatement(connection, 'ROLLBACK').catch(() => {});
         throw error;
       } finally {
         await db.client.releaseConnection(connection);
@@ -52,8 +52,8 @@ function poolExecutor(db: Knex): Executor {
 function transactionExecutor(trx: Knex.Transaction): Executor {
   return {
     async executeSql(text, values) {
-      const connection = (await trx.client.acquireConnection()) as pg.PoolClient;
-      return connection.query(text, values as unknown[]);
+      const connection = (await trx.client.acquireConnection()) as Connection;
+      return runStatement(connection, { text, values });
     },
   };
 }
@@ -73,13 +73,13 @@ const QUEUE_CREATION_LOCK = 7_302_451_118;
  * queues are created makes the second process wait and then find them made.
  */
 async function withStartupLock(db: Knex, work: () => Promise<void>): Promise<void> {
-  const connection = (await db.client.acquireConnection()) as pg.PoolClient;
+  const connection = (await db.client.acquireConnection()) as Connection;
   try {
-    await connection.query('SELECT pg_advisory_lock($1)', [QUEUE_CREATION_LOCK]);
+    await runStatement(connection, { text: 'SELECT pg_advisory_lock($1)', values: [QUEUE_CREATION_LOCK] });
     try {
       await work();
     } finally {
-      await connection.query('SELECT pg_advisory_unlock($1)', [QUEUE_CREATION_LOCK]);
+      await runStatement(connection, { text: 'SELECT pg_advisory_unlock($1)', values: [QUEUE_CREATION_LOCK] });
     }
   } finally {
     await db.client.releaseConnection(connection);

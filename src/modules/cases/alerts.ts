@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import type { Config } from '../../config.ts';
-import { onConnection } from '../../db/knex.ts';
+import { onConnection, runStatement } from '../../db/knex.ts';
 import { timeOrderedId } from '../../ids.ts';
 import { arrayLiteral, copyIn, copyText } from '../records/sql.ts';
 import type { EvaluationResult } from '../rules/evaluate.ts';
@@ -149,7 +149,7 @@ async function copyAlerts(trx: Knex.Transaction, alerts: AlertRow[]): Promise<vo
     // Stored customers' cases are upserted (one may be open already); sent at once, and the
     // alerts' lines are built while PostgreSQL opens them.
     const opening = stored.length
-      ? (connection.query({ text: OPEN_CASES, values: [JSON.stringify(stored)] } as never) as unknown as Promise<{ rows: Array<{ id: string; customer_id: string }> }>)
+      ? runStatement<{ id: string; customer_id: string }>(connection, { text: OPEN_CASES, values: [JSON.stringify(stored)] })
       : Promise.resolve({ rows: [] });
     opening.catch(() => {});
     // Time-ordered ids append to the alerts' primary key (src/ids.ts).

@@ -3,7 +3,7 @@ import { pipeline } from 'node:stream/promises';
 import type { Knex } from 'knex';
 import { from as copyFrom } from 'pg-copy-streams';
 import { setImmediate as nextTurn } from 'node:timers/promises';
-import { onConnection, type Connection } from '../../db/knex.ts';
+import { onConnection, runStatement, type Connection } from '../../db/knex.ts';
 import type { ExecutionLogEntry } from '../rules/engine.ts';
 import type { BatchTrace } from './trace.ts';
 import type { FieldTable, FieldType } from './fields.ts';
@@ -318,7 +318,7 @@ export async function upsertRowsWithLogs(
   if (logs.count <= COPY_FROM_LOGS && !made) {
     stored = await onConnection(db, async (connection) => {
       const values = [JSON.stringify(rows), `[${logs.build(0, logs.count).map(logJson).join(',')}]`];
-      const result = (await connection.query({ name: `${statements.name}_logged`, text: statements.withLogs, values } as never)) as { rows: Stored[] };
+      const result = await runStatement<Stored>(connection, { name: `${statements.name}_logged`, text: statements.withLogs, values });
       return result.rows;
     });
     if (trace) trace.roundTrips += 1;
@@ -347,14 +347,14 @@ export async function upsertRowsWithLogs(
         // else (or when PostgreSQL finds one stored after all) staged and upserted.
         let how = 'new rows copied into the table';
         const copyNew = async (): Promise<Stored[] | null> => {
-          await connection.query('savepoint warden_new_rows' as never);
+          await runStatement(connection, 'savepoint warden_new_rows');
           if (trace) trace.roundTrips += 2;
           try {
             await copyIn(connection, statements.copyNew, rowChunks(rows, keyOrder(keys), encode, rowsSent, made));
             return rows.map((row, index) => ({ id: row.id as string, log_id: (row.log_id as string | null) ?? null, key: keys[index]!, inserted: true }));
           } catch (error) {
             if ((error as { code?: string }).code !== UNIQUE_VIOLATION) throw error;
-            await connection.query('rollback to savepoint warden_new_rows' as never);
+            await runStatement(connection, 'rollback to savepoint warden_new_rows');
             if (trace) trace.roundTrips += 1;
             how = 'new rows refused (one was stored), so staged and upserted';
             return null;
@@ -362,9 +362,9 @@ export async function upsertRowsWithLogs(
         };
         const stageAndUpsert = async (): Promise<Stored[]> => {
           if (!allNew) how = 'rows staged and upserted';
-          await connection.query(statements.createStaging as never);
+          await runStatement(connection, statements.createStaging);
           await copyIn(connection, statements.copy, rowChunks(rows, asGiven, encode, rowsSent, made));
-          const upserted = (await connection.query({ name: `${statements.name}_staged`, text: statements.fromStaging } as never)) as { rows: Stored[] };
+          const upserted = await runStatement<Stored>(connection, { name: `${statements.name}_staged`, text: statements.fromStaging });
           if (trace) trace.roundTrips += 3;
           return upserted.rows;
         };
@@ -415,10 +415,10 @@ export async function upsertRowsWithLogs(
         trace?.mark('write: COPY of the logs (the rest built meanwhile)');
         const corrections = results.filter((row) => row.log_id !== null && recordOfLog.get(row.log_id) !== row.id);
         if (corrections.length > 0) {
-          await connection.query({
+          await runStatement(connection, {
             text: 'update execution_logs l set record_id = c.record_id from json_to_recordset($1::json) as c(log_id uuid, record_id uuid) where l.id = c.log_id',
             values: [JSON.stringify(corrections.map((row) => ({ log_id: row.log_id, record_id: row.id })))],
-          } as never);
+          });
           trace?.mark('write: logs of records stored meanwhile corrected');
         }
         if (trace) trace.roundTrips += 1 + (corrections.length > 0 ? 1 : 0);
