@@ -3,7 +3,7 @@ import { queryPrepared } from '../../db/knex.ts';
 import type { Actor } from '../../actor.ts';
 import { runBatch, sentText, skippedResult, type BatchPlan, type ValidRecord } from '../records/batch.ts';
 import type { BatchTrace } from '../records/trace.ts';
-import { withoutNulls, type Action } from '../records/results.ts';
+import { ownCopy, withoutNulls, type Action } from '../records/results.ts';
 import { columnsOf, COPY_FROM_LOGS, type ColumnTypes } from '../records/sql.ts';
 import type { CustomerScreening, ScreeningSubject } from '../screening/service.ts';
 import type { EvaluationInput } from '../rules/definitions.ts';
@@ -58,14 +58,13 @@ const COLUMNS: ColumnTypes = { ...columnsOf(customerFields), ...STORAGE_COLUMNS 
 function ruleInput(item: Accepted): EvaluationInput {
   // What withoutNulls({ ...extras, ...values }) gives (extras are the fields outside the
   // table, so the two share no name), without the intermediate copies.
-  // Spread, not assigned: an extra named "__proto__" must stay a plain key.
-  const record = withoutNulls({ ...item.extras });
+  const record = withoutNulls(item.extras);
   for (const name in item.values) {
     const value = item.values[name];
     if (value !== null && value !== undefined) record[name] = value;
   }
   // The record with the screening scores over it (an extra of the same name included).
-  const customer = { ...record };
+  const customer = ownCopy(record);
   const scores: Record<string, unknown> = {
     sanction_score: item.screening?.sanction_score,
     sanction_topic: item.screening?.sanction_topic ?? [],

@@ -4,7 +4,7 @@ import { EVENT_TYPES, type EventType } from '../events/service.ts';
 import { runBatch, sentText, skippedResult, type BatchPlan, type ValidRecord } from '../records/batch.ts';
 import type { BatchTrace } from '../records/trace.ts';
 import type { FieldTable } from '../records/fields.ts';
-import { numericOrNull, withoutNulls, type Action } from '../records/results.ts';
+import { numericOrNull, ownCopy, withoutNulls, type Action } from '../records/results.ts';
 import { columnsOf, type ColumnTypes } from '../records/sql.ts';
 import type { EvaluationInput } from '../rules/definitions.ts';
 import { aggregatesOf, historyAround, historyRanges, readCustomers, type AggregateItem, type CustomerHistory, type CustomerRead } from './aggregates.ts';
@@ -239,8 +239,7 @@ function transactionPlan(app: AppContext, kind: TransactionKind, now: number): B
  * what `withoutNulls({ ...extras, ...values, amount, fee_amount })` gives, in one pass.
  */
 function ruleRecord(kind: TransactionKind, item: Accepted): Record<string, unknown> {
-  // Spread, not assigned: an extra named "__proto__" must stay a plain key.
-  const record: Record<string, unknown> = withoutNulls({ ...item.extras });
+  const record: Record<string, unknown> = withoutNulls(item.extras);
   const financial = kind.target === 'financial';
   for (const name in item.values) {
     const value = financial && name === 'amount' ? Number(item.values.amount) : financial && name === 'fee_amount' ? numericOrNull(item.values.fee_amount) : item.values[name];
@@ -279,7 +278,7 @@ const CUSTOMER_RULE_FIELDS = [
  * raw extras underneath; no bookkeeping columns, no nulls.
  */
 export function customerForRules(row: Record<string, unknown>): Record<string, unknown> {
-  const customer: Record<string, unknown> = { ...(row.raw as Record<string, unknown>) };
+  const customer = ownCopy(row.raw as Record<string, unknown>);
   for (const name of CUSTOMER_RULE_FIELDS) customer[name] = row[name];
   if (row.birth_date instanceof Date) customer.birth_date = row.birth_date.toISOString().slice(0, 10);
   for (const name of ['score', 'sanction_score', 'ip_address_score', 'email_risk_score']) customer[name] = numericOrNull(row[name]);
