@@ -42,19 +42,26 @@ export async function listEvents(db: Knex): Promise<EventDefinition[]> {
 /** All event definitions in memory (a few dozen rows), reloaded after any change is announced. */
 export class EventCache {
   private events: Map<string, EventDefinition> | undefined;
+  /** Counts invalidations: events read while one arrived may be the old ones and are not kept. */
+  private invalidations = 0;
 
   constructor(
     private readonly db: Knex,
     private readonly hub: NotificationHub,
   ) {
-    hub.subscribe(CHANNELS.events, () => (this.events = undefined));
-    hub.onReset(() => (this.events = undefined));
+    const invalidate = () => {
+      this.invalidations++;
+      this.events = undefined;
+    };
+    hub.subscribe(CHANNELS.events, invalidate);
+    hub.onReset(invalidate);
   }
 
   async all(): Promise<Map<string, EventDefinition>> {
     if (this.events) return this.events;
+    const invalidationsBefore = this.invalidations;
     const events = new Map((await listEvents(this.db)).map((event) => [event.slug, event]));
-    if (this.hub.healthy) this.events = events;
+    if (this.hub.healthy && this.invalidations === invalidationsBefore) this.events = events;
     return events;
   }
 }

@@ -109,20 +109,27 @@ export async function listRules(db: Knex): Promise<RuleDefinition[]> {
 /** The active rule set, kept in memory and reloaded after a change is announced. */
 export class RuleCache {
   private rules: RuleDefinition[] | undefined;
+  /** Counts invalidations: rules read while one arrived may be the old ones and are not kept. */
+  private invalidations = 0;
 
   constructor(
     private readonly db: Knex,
     private readonly hub: NotificationHub,
   ) {
-    hub.subscribe(CHANNELS.rules, () => (this.rules = undefined));
-    hub.onReset(() => (this.rules = undefined));
+    const invalidate = () => {
+      this.invalidations++;
+      this.rules = undefined;
+    };
+    hub.subscribe(CHANNELS.rules, invalidate);
+    hub.onReset(invalidate);
   }
 
   async active(): Promise<RuleDefinition[]> {
     if (this.rules) return this.rules;
+    const invalidationsBefore = this.invalidations;
     const rows = (await this.db('rules').select('*').where({ active: true }).orderBy('code')) as RuleRow[];
     const rules = rows.map(toDefinition);
-    if (this.hub.healthy) this.rules = rules;
+    if (this.hub.healthy && this.invalidations === invalidationsBefore) this.rules = rules;
     return rules;
   }
 }
