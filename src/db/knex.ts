@@ -32,7 +32,8 @@ type CallbackClient = { query(statement: Statement, callback: (error: Error | nu
  * until the next full one: in a one-record request at 100/s, 27 KB a request (every row read, the
  * whole request around it) outlived a scavenge after the request had ended, scavenges took 3-4 ms
  * instead of under 1, and the promoted garbage brought a full collection every 2 s at 300/s
- * (bench/RESULTS.md). Given a callback at construction, pg leaves nothing behind.
+ * (README design notes, "A request's garbage dies young"). Given a callback at construction, pg
+ * leaves nothing behind.
  */
 export function runStatement<T = Record<string, unknown>>(connection: Connection, statement: Statement): Promise<{ rows: T[] }> {
   return new Promise((resolve, reject) =>

@@ -5,7 +5,7 @@
  * customer's `raw`: all three found in the hot path), every request's rows, inputs and context
  * outlived each scavenge until the next full
  * collection, scavenges took 3-4 ms instead of about 1, and the promoted garbage brought a full
- * collection every 2 s at 300 requests/s (bench/RESULTS.md). This counts bytes, not time: after
+ * collection every 2 s at 300 requests/s (README design notes). This counts bytes, not time: after
  * a full collection, a hundred one-record upserts one after another, then one scavenge with
  * nothing in flight; what is still in the young generation is what they left reachable.
  */

@@ -289,7 +289,7 @@ function noneStored<Item extends ValidRecord, Result extends { action: string; w
  * class, kept in the old generation with the getter's closure, so every young object of the batch
  * the closure reached (rows, inputs, the request around them) outlived each young-generation
  * collection until the next full one. Measured on a one-record request: 4.3 KB a request survived a
- * scavenge from this alone (scratch probe, bench/RESULTS.md "Garbage a request leaves").
+ * scavenge from this alone (README design notes, "A request's garbage dies young").
  */
 class BatchLogs<Item extends ValidRecord, Result extends { action: string; warnings: string[] }> implements LogSource {
   private readonly writer: ExecutionLogWriter;
