@@ -3,9 +3,9 @@
  * must die with the request: when something kept them reachable for scavenges (pg's promise form
  * of a query, an object literal with a getter holding the batch's arrays, a spread copy of a
  * customer's `raw`: all three found in the hot path), every request's rows, inputs and context
- * outlived each scavenge until the next full
- * collection, scavenges took 3-4 ms instead of about 1, and the promoted garbage brought a full
- * collection every 2 s at 300 requests/s (README design notes). This counts bytes, not time: after
+ * outlived each scavenge until the next full collection, scavenges took 3-4 ms instead of about
+ * 1, and the promoted garbage brought a full collection every 2 s at 300 requests/s (README design
+ * notes). This counts bytes, not time: after
  * a full collection, a hundred one-record upserts one after another, then one scavenge with
  * nothing in flight; what is still in the young generation is what they left reachable.
  */
