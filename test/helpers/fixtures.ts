@@ -10,7 +10,17 @@ export async function defineEvents(app: AppContext, events: Array<[slug: string,
 }
 
 export async function loadRuleSet(app: AppContext, rules: unknown[], replace = true) {
-  return loadRules(app.db, parseRuleFile({ rules }), operator, { deactivateMissing: replace });
+  const summary = await loadRules(app.db, parseRuleFile({ rules }), operator, { deactivateMissing: replace });
+  // The change reaches the process's rule cache by NOTIFY a few milliseconds after the commit: a
+  // request sent at once could still be scored by the rules of just before (seen once in a full
+  // run on a loaded machine). Wait until the cache serves what is stored.
+  const key = (rules: ReadonlyArray<{ code: string; version: number }>) => rules.map((rule) => `${rule.code}:${rule.version}`).sort().join(',');
+  const stored = key(await app.db('rules').select('code', 'version').where({ active: true }));
+  for (let waited = 0; key(await app.rules.active()) !== stored; waited += 5) {
+    if (waited > 5000) throw new Error('the rule cache did not take the change within 5 s');
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+  return summary;
 }
 
 /** ISO time `hours` before now. */
