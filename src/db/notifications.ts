@@ -26,6 +26,38 @@ export async function announce(executor: Executor, channel: Channel, payload = '
 }
 
 /**
+ * One value read from the database, kept until a change is announced on its channel or the LISTEN
+ * connection is lost, and never while it is down. A read that an announcement overtook answers
+ * its caller but is not kept: it may hold the rows of just before the change, which would
+ * otherwise serve every later caller until the next change.
+ */
+export class AnnouncedValue<T> {
+  private value: T | undefined;
+  private invalidations = 0;
+
+  constructor(
+    private readonly hub: NotificationHub,
+    channel: Channel,
+    private readonly load: () => Promise<T>,
+  ) {
+    const invalidate = () => {
+      this.invalidations++;
+      this.value = undefined;
+    };
+    hub.subscribe(channel, invalidate);
+    hub.onReset(invalidate);
+  }
+
+  async get(): Promise<T> {
+    if (this.value !== undefined) return this.value;
+    const invalidationsBefore = this.invalidations;
+    const value = await this.load();
+    if (this.hub.healthy && this.invalidations === invalidationsBefore) this.value = value;
+    return value;
+  }
+}
+
+/**
  * One LISTEN connection per process for every cache. Handlers get each payload; `onReset`
  * handlers run whenever the connection is lost, because notifications may have been missed then.
  * `healthy` is false while disconnected: caches must not keep entries in that state.

@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import { recordAudit } from '../../audit.ts';
 import type { Actor } from '../../actor.ts';
-import { announce, CHANNELS, type NotificationHub } from '../../db/notifications.ts';
+import { AnnouncedValue, announce, CHANNELS, type NotificationHub } from '../../db/notifications.ts';
 
 /** The spec's event_type constant: which endpoint accepts events of each type. */
 export const EVENT_TYPES = { 0: 'Onboarding', 1: 'Financial', 2: 'Non-financial' } as const;
@@ -41,27 +41,13 @@ export async function listEvents(db: Knex): Promise<EventDefinition[]> {
 
 /** All event definitions in memory (a few dozen rows), reloaded after any change is announced. */
 export class EventCache {
-  private events: Map<string, EventDefinition> | undefined;
-  /** Counts invalidations: events read while one arrived may be the old ones and are not kept. */
-  private invalidations = 0;
+  private readonly events: AnnouncedValue<Map<string, EventDefinition>>;
 
-  constructor(
-    private readonly db: Knex,
-    private readonly hub: NotificationHub,
-  ) {
-    const invalidate = () => {
-      this.invalidations++;
-      this.events = undefined;
-    };
-    hub.subscribe(CHANNELS.events, invalidate);
-    hub.onReset(invalidate);
+  constructor(db: Knex, hub: NotificationHub) {
+    this.events = new AnnouncedValue(hub, CHANNELS.events, async () => new Map((await listEvents(db)).map((event) => [event.slug, event])));
   }
 
-  async all(): Promise<Map<string, EventDefinition>> {
-    if (this.events) return this.events;
-    const invalidationsBefore = this.invalidations;
-    const events = new Map((await listEvents(this.db)).map((event) => [event.slug, event]));
-    if (this.hub.healthy && this.invalidations === invalidationsBefore) this.events = events;
-    return events;
+  all(): Promise<Map<string, EventDefinition>> {
+    return this.events.get();
   }
 }

@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import { recordAudit } from '../../audit.ts';
 import type { Actor } from '../../actor.ts';
-import { announce, CHANNELS, type NotificationHub } from '../../db/notifications.ts';
+import { AnnouncedValue, announce, CHANNELS, type NotificationHub } from '../../db/notifications.ts';
 import type { RuleDefinition, RuleInput } from './definitions.ts';
 
 interface RuleRow {
@@ -106,30 +106,20 @@ export async function listRules(db: Knex): Promise<RuleDefinition[]> {
   return ((await db('rules').select('*').orderBy('code')) as RuleRow[]).map(toDefinition);
 }
 
-/** The active rule set, kept in memory and reloaded after a change is announced. */
+/**
+ * The active rule set, kept in memory and reloaded after a change is announced. It hands out the
+ * same array until the rules change (engine.ts compiles each array once).
+ */
 export class RuleCache {
-  private rules: RuleDefinition[] | undefined;
-  /** Counts invalidations: rules read while one arrived may be the old ones and are not kept. */
-  private invalidations = 0;
+  private readonly rules: AnnouncedValue<RuleDefinition[]>;
 
-  constructor(
-    private readonly db: Knex,
-    private readonly hub: NotificationHub,
-  ) {
-    const invalidate = () => {
-      this.invalidations++;
-      this.rules = undefined;
-    };
-    hub.subscribe(CHANNELS.rules, invalidate);
-    hub.onReset(invalidate);
+  constructor(db: Knex, hub: NotificationHub) {
+    this.rules = new AnnouncedValue(hub, CHANNELS.rules, async () =>
+      ((await db('rules').select('*').where({ active: true }).orderBy('code')) as RuleRow[]).map(toDefinition),
+    );
   }
 
-  async active(): Promise<RuleDefinition[]> {
-    if (this.rules) return this.rules;
-    const invalidationsBefore = this.invalidations;
-    const rows = (await this.db('rules').select('*').where({ active: true }).orderBy('code')) as RuleRow[];
-    const rules = rows.map(toDefinition);
-    if (this.hub.healthy && this.invalidations === invalidationsBefore) this.rules = rules;
-    return rules;
+  active(): Promise<RuleDefinition[]> {
+    return this.rules.get();
   }
 }
