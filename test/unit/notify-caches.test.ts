@@ -4,7 +4,7 @@
  * but the cache must not keep it, or the old rules would score every later record until the next
  * change (as the credential cache already guarded).
  */
-import test from 'ava';
+import test, { type ExecutionContext } from 'ava';
 import type { Knex } from 'knex';
 import { CHANNELS, type NotificationHub } from '../../src/db/notifications.ts';
 import { EventCache } from '../../src/modules/events/service.ts';
@@ -22,32 +22,52 @@ function fakes() {
   return { db, hub, reads, announce: (channel: string) => handlers.get(channel)!() };
 }
 
-test('rules read while a change was announced are used once, not kept', async (t) => {
+/**
+ * The scenario of both caches: a read overtaken by an announcement on `channel` answers its
+ * caller (given `firstRows`, its value checked by `checkFirst`) but is not kept; the next read,
+ * with no announcement meanwhile, is kept.
+ */
+async function overtakenReadNotKept<T>(
+  t: ExecutionContext,
+  open: (db: Knex, hub: NotificationHub) => () => Promise<T>,
+  channel: string,
+  firstRows: unknown[],
+  checkFirst: (value: T) => void,
+): Promise<void> {
   const { db, hub, reads, announce } = fakes();
-  const cache = new RuleCache(db, hub);
-  const first = cache.active();
-  announce(CHANNELS.rules);
-  reads[0]!([]);
-  t.deepEqual(await first, []);
-  const second = cache.active();
+  const read = open(db, hub);
+  const first = read();
+  announce(channel);
+  reads[0]!(firstRows);
+  checkFirst(await first);
+  const second = read();
   t.is(reads.length, 2, 'the next call reads again');
   reads[1]!([]);
   await second;
-  await cache.active();
+  await read();
   t.is(reads.length, 2, 'a read with no announcement meanwhile is kept');
-});
+}
 
-test('events read while a change was announced are used once, not kept', async (t) => {
-  const { db, hub, reads, announce } = fakes();
-  const cache = new EventCache(db, hub);
-  const first = cache.all();
-  announce(CHANNELS.events);
-  reads[0]!([{ slug: 'deposit', name: 'Deposit', type: 1, active: true }]);
-  t.is((await first).size, 1);
-  const second = cache.all();
-  t.is(reads.length, 2, 'the next call reads again');
-  reads[1]!([]);
-  await second;
-  await cache.all();
-  t.is(reads.length, 2, 'a read with no announcement meanwhile is kept');
-});
+test('rules read while a change was announced are used once, not kept', (t) =>
+  overtakenReadNotKept(
+    t,
+    (db, hub) => {
+      const cache = new RuleCache(db, hub);
+      return () => cache.active();
+    },
+    CHANNELS.rules,
+    [],
+    (rules) => t.deepEqual(rules, []),
+  ));
+
+test('events read while a change was announced are used once, not kept', (t) =>
+  overtakenReadNotKept(
+    t,
+    (db, hub) => {
+      const cache = new EventCache(db, hub);
+      return () => cache.all();
+    },
+    CHANNELS.events,
+    [{ slug: 'deposit', name: 'Deposit', type: 1, active: true }],
+    (events) => t.is(events.size, 1),
+  ));
