@@ -8,6 +8,8 @@ type Range = [Address, number];
  * clients on a dual-stack socket) to plain IPv4 so that lists written in IPv4 match them.
  */
 export function parseIp(text: string): Address | null {
+  const quad = parseDottedQuad(text);
+  if (quad) return quad;
   if (!ipaddr.isValid(text)) return null;
   const address = ipaddr.parse(text);
   if (address.kind() === 'ipv6' && (address as ipaddr.IPv6).isIPv4MappedAddress()) {
@@ -19,7 +21,28 @@ export function parseIp(text: string): Address | null {
 /** Strict check used for validation: a full IPv4 dotted quad or any valid IPv6. */
 export function isIpAddress(text: string): boolean {
   // ipaddr's IPv4 check throws internally on IPv6 text (~14 µs); pick the family first.
-  return text.includes(':') ? ipaddr.IPv6.isValid(text) : ipaddr.IPv4.isValidFourPartDecimal(text);
+  return text.includes(':') ? ipaddr.IPv6.isValid(text) : parseDottedQuad(text) !== null;
+}
+
+/** An address that passes isIpAddress, parsed as parseIp parses it; null for any other text. */
+export function parseStrictIp(text: string): Address | null {
+  if (!text.includes(':')) return parseDottedQuad(text);
+  return ipaddr.IPv6.isValid(text) ? parseIp(text) : null;
+}
+
+/** What ipaddr's isValidFourPartDecimal accepts: four decimal parts without leading zeros. */
+const DOTTED_QUAD = /^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)$/;
+
+/**
+ * A full dotted quad with every part up to 255, as ipaddr parses it; null for any other text.
+ * Read in one match: ipaddr's own check parses the text twice, and parsing it again took three
+ * (about 3 µs an address, twice for each customer of a batch).
+ */
+function parseDottedQuad(text: string): ipaddr.IPv4 | null {
+  const parts = DOTTED_QUAD.exec(text);
+  if (!parts) return null;
+  const octets = [Number(parts[1]), Number(parts[2]), Number(parts[3]), Number(parts[4])];
+  return octets.every((octet) => octet <= 255) ? new ipaddr.IPv4(octets) : null;
 }
 
 function parseRange(text: string): Range | null {

@@ -1,6 +1,7 @@
 import test from 'ava';
 import { createClientIpResolver } from '../../src/http/client-ip.ts';
-import { IpRangeList, isIpOrCidr } from '../../src/net/ip-ranges.ts';
+import ipaddr from 'ipaddr.js';
+import { IpRangeList, isIpAddress, isIpOrCidr, parseIp, parseStrictIp } from '../../src/net/ip-ranges.ts';
 
 test('allow lists: exact, CIDR, IPv6, IPv4-mapped, star and empty', (t) => {
   const list = new IpRangeList(['10.0.0.1', '192.168.0.0/16', '2001:db8::/32']);
@@ -28,4 +29,23 @@ test('client IP: socket address unless the peer is a trusted proxy', (t) => {
   t.is(resolve('198.51.100.2', '203.0.113.9'), '198.51.100.2');
   t.is(resolve('10.0.0.5', 'junk'), '10.0.0.5');
   t.is(resolve('10.0.0.5', undefined), '10.0.0.5');
+});
+
+test('the strict check and parse agree with ipaddr: a full dotted quad without leading zeros, or any IPv6', (t) => {
+  const texts = ['0.0.0.0', '255.255.255.255', '256.1.1.1', '1.2.3.04', '01.2.3.4', '1.2.3', '1.2.3.4.5', ' 1.2.3.4', '1.2.3.4 ', '0x7f.0.0.1', '10.1',
+    '99999999999999999999.1.1.1', '1..2.3', '', '::', '::1', '::ffff:1.2.3.4', '2001:db8::1', 'fe80::1%eth0', '1.2.3.4:80', 'garbage'];
+  // And a generated corpus of digits, dots and colons.
+  let seed = 7;
+  const next = () => (seed = (seed * 1103515245 + 12345) & 0x7fffffff) / 0x80000000;
+  for (let i = 0; i < 3000; i++) {
+    const parts = Array.from({ length: 3 + Math.floor(next() * 3) }, () => (next() < 0.1 ? '0' : '') + String(Math.floor(next() * (next() < 0.2 ? 1000 : 256))));
+    texts.push(parts.join(next() < 0.9 ? '.' : ':'));
+  }
+  for (const text of texts) {
+    const strict = text.includes(':') ? ipaddr.IPv6.isValid(text) : ipaddr.IPv4.isValidFourPartDecimal(text);
+    t.is(isIpAddress(text), strict, text);
+    const parsed = parseStrictIp(text);
+    t.is(parsed?.toString() ?? null, strict ? parseIp(text)!.toString() : null, text);
+    if (ipaddr.isValid(text)) t.is(parseIp(text)?.toString(), ipaddr.process(text).toString(), text);
+  }
 });

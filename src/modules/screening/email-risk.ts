@@ -111,7 +111,27 @@ function scoreOf(reasons: readonly EmailRiskReason[]): number {
   return Math.min(100, Math.max(0, sum));
 }
 
+/**
+ * Each list's verdicts by domain: a batch's customers share a handful of domains, and the typo
+ * check costs a few edit distances each time. The lists never change once loaded, so a verdict
+ * never goes stale; the memo starts over when full.
+ */
+const domainVerdicts = new WeakMap<EmailLists, Map<string, EmailRiskReason | null>>();
+const MAX_DOMAIN_VERDICTS = 10_000;
+
 function judgeDomain(domain: string, lists: EmailLists): EmailRiskReason | null {
+  let verdicts = domainVerdicts.get(lists);
+  if (!verdicts) domainVerdicts.set(lists, (verdicts = new Map()));
+  let verdict = verdicts.get(domain);
+  if (verdict === undefined) {
+    verdict = judgeDomainOnce(domain, lists);
+    if (verdicts.size >= MAX_DOMAIN_VERDICTS) verdicts.clear();
+    verdicts.set(domain, verdict);
+  }
+  return verdict;
+}
+
+function judgeDomainOnce(domain: string, lists: EmailLists): EmailRiskReason | null {
   if (isListedWithParents(domain, lists.disposable)) return 'disposable_domain';
   if (lists.free.has(domain)) return 'free_provider';
   if (TYPO_TARGETS.some((target) => isOneKeystrokeAway(domain, target))) return 'domain_typo';
@@ -172,7 +192,7 @@ const ROLE_ACCOUNTS = new Set([
 
 function judgeLocalPart(rawLocalPart: string, input: EmailRiskInput): EmailRiskReason[] {
   // The +tag of sub-addressing is chosen per merchant by the holder and says nothing about them.
-  const local = (anyAscii(rawLocalPart).toLowerCase().split('+', 1)[0] ?? '').trim();
+  const local = (toAscii(rawLocalPart).toLowerCase().split('+', 1)[0] ?? '').trim();
   if (ROLE_ACCOUNTS.has(local.replace(/[._-]/g, ''))) return ['role_account'];
 
   const reasons: EmailRiskReason[] = [];
@@ -202,26 +222,47 @@ function judgeLocalPart(rawLocalPart: string, input: EmailRiskInput): EmailRiskR
  * alone because those are normal on the providers that use them.
  */
 function isRandomLocalPart(local: string): boolean {
-  const compact = local.replace(/[^a-z0-9]/g, '');
-  if (compact.length < 6) return false;
-  let points = 0;
-
-  const letters = compact.replace(/\d/g, '');
-  const vowels = letters.replace(/[^aeiouy]/g, '').length;
-  if (letters.length >= 5 && vowels / letters.length < 0.15) points++;
-
-  const consonantRuns = local.replace(/\d/g, '').match(/[bcdfghjklmnpqrstvwxz]+/g) ?? [];
-  if (consonantRuns.some((run) => run.length >= 5)) points++;
-
+  // One pass over the local part, for what the three features count: its letters and digits
+  // (the compact form), vowels, the longest consonant run (digits skipped, anything else
+  // ending it) and the switches between letters and digits.
+  let compact = 0;
+  let letters = 0;
+  let vowels = 0;
+  let run = 0;
+  let longRun = false;
   let switches = 0;
-  for (let index = 1; index < compact.length; index++) {
-    if (isDigit(compact.charCodeAt(index)) !== isDigit(compact.charCodeAt(index - 1))) switches++;
+  let previous = NONE;
+  for (let index = 0; index < local.length; index++) {
+    const code = local.charCodeAt(index);
+    if (isDigit(code)) {
+      compact++;
+      if (previous === LETTER) switches++;
+      previous = DIGIT;
+    } else if (code >= 97 && code <= 122) {
+      compact++;
+      letters++;
+      if (VOWELS.has(code)) {
+        vowels++;
+        run = 0;
+      } else if (++run >= 5) longRun = true;
+      if (previous === DIGIT) switches++;
+      previous = LETTER;
+    } else run = 0;
   }
+  if (compact < 6) return false;
+  let points = 0;
+  if (letters >= 5 && vowels / letters < 0.15) points++;
+  if (longRun) points++;
   if (switches >= 5) points += 2;
   else if (switches >= 3) points++;
-
   return points >= 2;
 }
+
+const NONE = 0;
+const LETTER = 1;
+const DIGIT = 2;
+/** a, e, i, o, u and y: y counts as a vowel, so it ends a consonant run too. */
+const VOWELS = new Set([97, 101, 105, 111, 117, 121]);
 
 function isDigit(code: number): boolean {
   return code >= 48 && code <= 57;
@@ -234,15 +275,19 @@ function isDigit(code: number): boolean {
 function nameTokens(name: string | null | undefined): string[] {
   if (typeof name !== 'string' || name.trim() === '') return [];
   const withoutApostrophes = name.replace(/['’`]/g, '');
-  const spellings = [withoutApostrophes, expandGermanUmlauts(withoutApostrophes)];
   const tokens = new Set<string>();
-  for (const spelling of spellings) {
-    for (const token of anyAscii(spelling).toLowerCase().split(/[^a-z]+/)) {
-      if (token.length >= 2) tokens.add(token);
-    }
-  }
+  addNameTokens(withoutApostrophes, tokens);
+  if (GERMAN_UMLAUTS.test(withoutApostrophes)) addNameTokens(expandGermanUmlauts(withoutApostrophes), tokens);
   return [...tokens];
 }
+
+function addNameTokens(spelling: string, tokens: Set<string>): void {
+  for (const token of toAscii(spelling).toLowerCase().split(/[^a-z]+/)) {
+    if (token.length >= 2) tokens.add(token);
+  }
+}
+
+const GERMAN_UMLAUTS = /[äÄöÖüÜß]/;
 
 function expandGermanUmlauts(text: string): string {
   return text
@@ -251,6 +296,13 @@ function expandGermanUmlauts(text: string): string {
     .replace(/[üÜ]/g, 'ue')
     .replace(/ß/g, 'ss');
 }
+
+/** anyAscii, which leaves ASCII text as it is: most text is ASCII already and need not be walked by it. */
+function toAscii(text: string): string {
+  return NON_ASCII.test(text) ? anyAscii(text) : text;
+}
+
+const NON_ASCII = /[^\x00-\x7f]/;
 
 /**
  * A token of 3 or more letters anywhere in the local part's letters (johnsmith, jsmith85,

@@ -32,7 +32,7 @@ import countries from 'i18n-iso-countries/index.js';
 import english from 'i18n-iso-countries/langs/en.json' with { type: 'json' };
 import ipaddr from 'ipaddr.js';
 import { open, type CountryResponse, type Reader } from 'maxmind';
-import { isIpAddress, parseIp } from '../../net/ip-ranges.ts';
+import { isIpAddress, parseStrictIp } from '../../net/ip-ranges.ts';
 
 countries.registerLocale(english);
 
@@ -186,7 +186,7 @@ const MAX_IP_TEXT_LENGTH = 64;
 export function scoreIp(input: IpRiskInput, context: IpRiskContext): IpRiskResult {
   const text = typeof input.ip === 'string' ? input.ip.trim() : '';
   if (text === '') return nonPublic('missing');
-  const address = text.length <= MAX_IP_TEXT_LENGTH && isIpAddress(text) ? parseIp(text) : null;
+  const address = text.length <= MAX_IP_TEXT_LENGTH ? parseStrictIp(text) : null;
   if (!address) return nonPublic('invalid');
   const kind = classify(address);
   if (kind !== 'public') return nonPublic(kind);
