@@ -13,7 +13,7 @@ import { ExecutionLogWriter, ruleScorer, scoreRecords, type Evaluation, type Exe
 import { storeRuleVersionSets } from '../rules/version-sets.ts';
 import { DecisionContextWriter } from '../rules/evaluate.ts';
 import { alertSettings, writeWithAlerts } from '../cases/alerts.ts';
-import { validateRecord, type FieldTable } from './fields.ts';
+import { shapeOf, validateRecord, type FieldTable, type RecordShape } from './fields.ts';
 import { SKIPPED_DECISION, SKIPPED_SCORE, type Action } from './results.ts';
 import { COPY_FROM_LOGS, keyOrder, RowsMade, upsertRowsWithLogs, type ColumnTypes, type LogSource } from './sql.ts';
 import type { BatchTrace } from './trace.ts';
@@ -197,10 +197,11 @@ export async function runBatch<Item extends ValidRecord, Result extends { action
   trace?.mark('reads sent');
   const results = new Array<Result>(inputs.length);
   const valid: ValidRecord[] = [];
+  const shape = rowShape(plan.fields, plan.columns);
   for (let index = 0; index < inputs.length; index++) {
     if (large && index > 0 && index % RECORDS_PER_TURN === 0) await nextTurn();
     const input = inputs[index]!;
-    const record = validateRecord(plan.fields, input);
+    const record = validateRecord(plan.fields, input, shape);
     if (!record.ok) results[index] = plan.skipped(input[plan.refField], [], record.error);
     else valid.push({ index, ref: record.values[plan.refField] as string | null, values: record.values, extras: record.extras, raw: input, warnings: record.warnings });
   }
@@ -258,6 +259,15 @@ export async function runBatch<Item extends ValidRecord, Result extends { action
 
   const written = stored.map((item, position) => ({ item, outcome: outcomes[position]!, row: rows[position]!, evaluation: evaluations[position]! }));
   return report(plan, written, accepted, lastIndex, results, trace);
+}
+
+const rowShapes = new WeakMap<ColumnTypes, RecordShape>();
+
+/** The shape a record's values start as (see shapeOf): its fields, then room for the row's other columns. */
+function rowShape(fields: FieldTable, columns: ColumnTypes): RecordShape {
+  let shape = rowShapes.get(columns);
+  if (!shape) rowShapes.set(columns, (shape = shapeOf(fields, Object.keys(columns))));
+  return shape;
 }
 
 /** An item's row to store: the plan's row with its id (the stored one when the batch's reads found it), its log's id and who wrote it. */
