@@ -272,6 +272,34 @@ test.serial('two large batches sending the same new refs at once both succeed: e
   t.true(logs.every((log) => ids.has(log.record_id as string)));
 });
 
+test.serial('two large customer batches sending the same new refs at once both succeed: the one whose COPY meets rows of the other goes back to its savepoint and upserts, alerts and cases included', async (t) => {
+  // Over 250 records: written as screened (records/batch.ts scoreWhileWriting); half of them listed, so alerts are raised.
+  const refs = Array.from({ length: 300 }, (_, index) => `race-c-${index}`);
+  const batch = refs.map((ref, index) => ({ customer_ref: ref, first_name: index % 2 ? 'Dmitri' : 'Anna', last_name: index % 2 ? 'Karavello' : 'Lindqvist', birth_date: '1971-03-14', nationality: 'RUS' }));
+  const [a, b] = await Promise.all([0, 1].map(() => upsertCustomers(app.context, batch, ACTOR)));
+  refs.forEach((_, index) => {
+    t.deepEqual([a![index]!.action, b![index]!.action].sort(), ['created', 'updated']);
+    t.is(a![index]!.id, b![index]!.id);
+  });
+  const knex = app.database.knex;
+  const stored = await knex('customers').whereIn('customer_ref', refs).select('id');
+  t.is(stored.length, refs.length);
+  const ids = new Set(stored.map((row) => row.id as string));
+  // Two logs per record, naming the stored record.
+  const logs = await knex('execution_logs').whereIn('record_ref', refs).select('record_id');
+  t.is(logs.length, 2 * refs.length);
+  t.true(logs.every((log) => ids.has(log.record_id as string)));
+  // Each listed customer: one case, extended by the second batch, with both alerts.
+  const alerted = a!.filter((result) => result.sanction_score !== null && result.sanction_score >= 50).length;
+  t.true(alerted >= refs.length / 2);
+  const alerts = await knex('alerts').whereIn('record_ref', refs).select('customer_id', 'case_id');
+  t.is(alerts.length, 2 * alerted);
+  const cases = await knex('cases').whereIn('customer_id', [...ids]).select('id', 'alert_count');
+  t.is(cases.length, alerted);
+  t.true(cases.every((open) => open.alert_count === 2));
+  t.true(alerts.every((alert) => cases.some((open) => open.id === alert.case_id)));
+});
+
 test.serial('a large write whose COPY PostgreSQL refuses mid-stream reports PostgreSQL\'s error, writes nothing and leaves the connection usable', async (t) => {
   const knex = app.database.knex;
   await knex.raw(`create table staged_fail (id uuid primary key, ref text unique, log_id uuid, value text, created_by text, updated_by text, updated_at timestamptz)`);
