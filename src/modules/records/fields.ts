@@ -300,7 +300,7 @@ export type RecordShape = Readonly<Record<string, unknown>>;
  */
 export function shapeOf(table: FieldTable, more: readonly string[]): RecordShape {
   const shape: Record<string, unknown> = Object.fromEntries(table.map((spec) => [spec.name, null]));
-  for (const name of more) if (!(name in shape)) shape[name] = undefined;
+  for (const name of more) if (!Object.hasOwn(shape, name)) shape[name] = undefined;
   return shape;
 }
 
