@@ -10,12 +10,12 @@ type Range = [Address, number];
 export function parseIp(text: string): Address | null {
   const quad = parseDottedQuad(text);
   if (quad) return quad;
-  if (!ipaddr.isValid(text)) return null;
-  const address = ipaddr.parse(text);
-  if (address.kind() === 'ipv6' && (address as ipaddr.IPv6).isIPv4MappedAddress()) {
-    return (address as ipaddr.IPv6).toIPv4Address();
-  }
-  return address;
+  return ipaddr.isValid(text) ? unmapped(ipaddr.parse(text)) : null;
+}
+
+/** An IPv4-mapped IPv6 address as the IPv4 address it carries; any other address as it is. */
+function unmapped(address: Address): Address {
+  return address.kind() === 'ipv6' && (address as ipaddr.IPv6).isIPv4MappedAddress() ? (address as ipaddr.IPv6).toIPv4Address() : address;
 }
 
 /** Strict check used for validation: a full IPv4 dotted quad or any valid IPv6. */
@@ -27,7 +27,7 @@ export function isIpAddress(text: string): boolean {
 /** An address that passes isIpAddress, parsed as parseIp parses it; null for any other text. */
 export function parseStrictIp(text: string): Address | null {
   if (!text.includes(':')) return parseDottedQuad(text);
-  return ipaddr.IPv6.isValid(text) ? parseIp(text) : null;
+  return ipaddr.IPv6.isValid(text) ? unmapped(ipaddr.IPv6.parse(text)) : null;
 }
 
 /** What ipaddr's isValidFourPartDecimal accepts: four decimal parts without leading zeros. */
