@@ -214,27 +214,19 @@ test('the narrowing keeps exactly the best 64 that ranking every name would keep
   const many = SanctionsIndex.build(listed);
   // Private parts of the index, reached on purpose: the reference needs its numbering and keys.
   const inside = many as unknown as {
-    data: { nameEntry: Int32Array; nameAlias: Int32Array; nameTokenStart: Int32Array; nameTokens: Int32Array; tokenKeys: Int32Array; tokenWeight: Float64Array };
+    data: { nameAlias: Int32Array };
+    nameParts(name: number): { entry: number; alias: number; tokens: number[] };
+    tokenParts(token: number): { keys: number[]; weight: number };
     queryTokens(name: string): Array<{ text: string; weight: number; primary: number; secondary: number; prefix: number }>;
     narrow(tokens: unknown[], schema: number): number;
     candidates: Int32Array;
   };
-  const { nameEntry, nameAlias, nameTokenStart, nameTokens, tokenKeys, tokenWeight } = inside.data;
+  const nameCount = inside.data.nameAlias.length;
+  const names = Array.from({ length: nameCount }, (_, name) => inside.nameParts(name));
   // A name's weight: its tokens' weights summed in its token order, as the index sums them.
-  const nameWeight = (name: number) => {
-    let weight = 0;
-    for (let at = nameTokenStart[name]!; at < nameTokenStart[name + 1]!; at++) weight += tokenWeight[nameTokens[at]!]!;
-    return weight;
-  };
+  const nameWeight = (name: number) => names[name]!.tokens.reduce((weight, token) => weight + inside.tokenParts(token).weight, 0);
   const schemaCode = { unknown: 0, person: 1, organization: 2, vessel: 3, aircraft: 4 } as const;
-  const hasKey = (name: number, key: number) => {
-    if (key < 0) return false;
-    for (let at = nameTokenStart[name]!; at < nameTokenStart[name + 1]!; at++) {
-      const token = nameTokens[at]!;
-      if (tokenKeys[token * 3] === key || tokenKeys[token * 3 + 1] === key || tokenKeys[token * 3 + 2] === key) return true;
-    }
-    return false;
-  };
+  const hasKey = (name: number, key: number) => key >= 0 && names[name]!.tokens.some((token) => inside.tokenParts(token).keys.includes(key));
   const next = random(5);
   const queries = Array.from({ length: 300 }, (_, i) => {
     const source = listed[Math.floor(next() * listed.length)]!;
@@ -246,8 +238,8 @@ test('the narrowing keeps exactly the best 64 that ranking every name would keep
     const schema = query.schema ? schemaCode[query.schema] : 0;
     const queryWeight = tokens.reduce((sum, token) => sum + token.weight, 0);
     const ranked: Array<{ name: number; rank: number }> = [];
-    for (let name = 0; name < nameEntry.length; name++) {
-      const entrySchema = schemaCode[listed[nameEntry[name]!]!.schema];
+    for (let name = 0; name < nameCount; name++) {
+      const entrySchema = schemaCode[listed[names[name]!.entry]!.schema];
       if (schema !== 0 && entrySchema !== 0 && entrySchema !== schema) continue;
       let shared = 0;
       for (const token of tokens) {
@@ -257,7 +249,7 @@ test('the narrowing keeps exactly the best 64 that ranking every name would keep
       }
       if (shared > 0) ranked.push({ name, rank: shared / (queryWeight + Math.fround(nameWeight(name))) });
     }
-    const listedOrder = (a: number, b: number) => nameEntry[a]! - nameEntry[b]! || nameAlias[a]! - nameAlias[b]!;
+    const listedOrder = (a: number, b: number) => names[a]!.entry - names[b]!.entry || names[a]!.alias - names[b]!.alias;
     ranked.sort((a, b) => b.rank - a.rank || listedOrder(a.name, b.name));
     const expected = ranked.slice(0, 64).map((item) => item.name);
     const count = inside.narrow(tokens, schema);

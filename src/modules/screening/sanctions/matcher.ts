@@ -79,6 +79,39 @@ const QUERY_TOKEN_MEMO_SIZE = 50_000;
 const NO_NAME = 0x7fffffff;
 /** Buckets of the per-query map from entry to candidate slot: a power of two, at least twice CANDIDATES_SCORED. */
 const ENTRY_BUCKETS = 256;
+/** Names per entry of blockWeight: within a schema names go lightest first, so a block's weights lie close together. */
+const WEIGHT_BLOCK_SHIFT = 6;
+/**
+ * A name's record (PlainSanctionsIndex.nameRecords): its weight (Float32 bits: the sum of its
+ * tokens' weights in the precision ranks use); its position in list order (entry, then its name
+ * before its aliases), by which equal ranks go to the name listed first; its entry; where its
+ * entry's facts start in entryFacts; its token count; then its tokens, or, for a name with more
+ * than NAME_INLINE_TOKENS, where they start in nameOverflow. Eight numbers, 32 bytes: a record
+ * never straddles a cache line.
+ */
+const NAME_STRIDE = 8;
+const NAME_WEIGHT_AT = 0;
+const NAME_LISTED = 1;
+const NAME_ENTRY = 2;
+const NAME_FACTS = 3;
+const NAME_TOKEN_COUNT = 4;
+const NAME_TOKENS = 5;
+const NAME_INLINE_TOKENS = NAME_STRIDE - NAME_TOKENS;
+/**
+ * A token's record (PlainSanctionsIndex.tokenRecords): its primary, secondary and prefix key ids
+ * (-1 where one repeats another); characterBits of its text; its weight, the inverse document
+ * frequency over names, so that common name parts count for less (a Float64 at Float64 index
+ * token x TOKEN_STRIDE / 2 + TOKEN_WEIGHT_AT); where its characters start in tokenChars, and
+ * how many. Eight numbers, 32 bytes.
+ */
+const TOKEN_STRIDE = 8;
+const TOKEN_PRIMARY = 0;
+const TOKEN_SECONDARY = 1;
+const TOKEN_PREFIX = 2;
+const TOKEN_BITS = 3;
+const TOKEN_WEIGHT_AT = 2;
+const TOKEN_CHARS = 6;
+const TOKEN_LENGTH = 7;
 /** An unreadable birth year in entryFacts (years are at most four characters, so never this). */
 const NO_YEAR = -0x80000000;
 
@@ -98,36 +131,43 @@ export type IndexedEntry = Omit<SanctionEntry, 'programs' | 'remarks'>;
 export interface PlainSanctionsIndex {
   entries: IndexedEntry[];
   tokenText: string[];
-  /** Per token: primary, secondary and prefix key ids (-1 where one repeats another). */
-  tokenKeys: Int32Array;
+  /**
+   * Per token, TOKEN_STRIDE numbers from token x TOKEN_STRIDE (the TOKEN_* constants): what scoring a
+   * candidate's token reads, in one place (one cache miss, where one array per fact cost one
+   * each). Its weight is a Float64 over the same memory (see tokenWeights).
+   */
+  tokenRecords: Int32Array;
+  /** The tokens' characters (a token is [a-z0-9]+), each token's from its record's TOKEN_CHARS on. */
+  tokenChars: Uint16Array;
   keyText: string[];
-  /** Per token: inverse document frequency over names, so that common name parts count for less. */
-  tokenWeight: Float64Array;
-  nameEntry: Int32Array;
-  /** -1 for the entry's name, otherwise the alias index. */
+  /**
+   * Per name, NAME_STRIDE numbers from name x NAME_STRIDE: what ranking and scoring it reads, in
+   * one place (the NAME_* constants), so that a name the narrowing ranks or the scoring compares costs
+   * one cache miss, where one array per fact cost one each. Its weight is a Float32 over the same
+   * memory (see nameWeights).
+   */
+  nameRecords: Int32Array;
+  /** Per name: -1 for the entry's name, otherwise the alias index (read only for a reported match). */
   nameAlias: Int32Array;
-  nameTokenStart: Int32Array;
-  nameTokens: Int32Array;
+  /** The tokens of names with more than NAME_INLINE_TOKENS of them, from their record's NAME_TOKENS on. */
+  nameOverflow: Int32Array;
   postingStart: Int32Array;
   postings: Int32Array;
   /**
-   * Per posting: its name's weight (the sum of its tokens' weights) as Float32, the precision
-   * ranks use. Read beside the posting as a list is walked: a lookup per name, at random, cost
-   * the narrowing a tenth of its time in cache misses.
+   * Per block of 2^WEIGHT_BLOCK_SHIFT names: the lightest weight in it. The narrowing's skips need only a
+   * lower bound of the next name's weight, and this table stays in the cache where reading each
+   * posting's own weight missed it.
    */
-  postingWeight: Float32Array;
-  /** Per name: its position in list order (entry, then its name before its aliases): equal ranks go to the name listed first. */
-  nameListed: Int32Array;
+  blockWeight: Float32Array;
   /** Names are numbered by schema code: those of schema code s are schemaStart[s] up to schemaStart[s + 1]. */
   schemaStart: Int32Array;
   /**
-   * Per entry, from entryFactStart, what birth date and nationality are compared with: the count
-   * of its birth dates, then each date's year (NO_YEAR where unreadable) and, for a full YYYY-MM-DD
-   * date, YYYYMMDD (otherwise -1); the count of its nationalities that are country codes, then
-   * each as an index into countryCodes. One place per entry: the comparisons read it for each of
-   * a query's few dozen candidates, at random.
+   * Per entry, from its names' NAME_FACTS, what birth date and nationality are compared with: the
+   * count of its birth dates, then each date's year (NO_YEAR where unreadable) and, for a full
+   * YYYY-MM-DD date, YYYYMMDD (otherwise -1); the count of its nationalities that are country
+   * codes, then each as an index into countryCodes. One place per entry: the comparisons read it
+   * for each of a query's few dozen candidates, at random.
    */
-  entryFactStart: Int32Array;
   entryFacts: Int32Array;
   countryCodes: string[];
 }
@@ -142,30 +182,43 @@ interface QueryToken {
   /** Prefix key id, -1 when no indexed token starts like this one. */
   prefix: number;
   bits: number;
+  /** The text's character codes. */
+  chars: Uint16Array;
 }
 
 let jaroFlagsA = new Uint8Array(64);
 let jaroFlagsB = new Uint8Array(64);
 
-/** Jaro-Winkler (prefix scale 0.1, boost above 0.7) without allocating: it runs for every token pair of every candidate. */
+/** Jaro-Winkler (prefix scale 0.1, boost above 0.7). */
 export function jaroWinkler(a: string, b: string): number {
   if (a === b) return 1;
-  const lengthA = a.length;
-  const lengthB = b.length;
+  return jaroWinklerCodes(codesOf(a), 0, a.length, codesOf(b), 0, b.length);
+}
+
+function codesOf(text: string): Uint16Array {
+  return Uint16Array.from(text, (character) => character.charCodeAt(0));
+}
+
+/**
+ * Jaro-Winkler of a[aStart, aStart + lengthA) and b[bStart, bStart + lengthB), character codes,
+ * without allocating: it runs for every token pair of a query's candidates that the bound leaves,
+ * and the index keeps its tokens' characters side by side (tokenChars).
+ */
+function jaroWinklerCodes(a: Uint16Array, aStart: number, lengthA: number, b: Uint16Array, bStart: number, lengthB: number): number {
   if (lengthA === 0 || lengthB === 0) return 0;
   if (jaroFlagsA.length < lengthA) jaroFlagsA = new Uint8Array(lengthA * 2);
   if (jaroFlagsB.length < lengthB) jaroFlagsB = new Uint8Array(lengthB * 2);
   const flagsA = jaroFlagsA;
   const flagsB = jaroFlagsB;
-  flagsA.fill(0, 0, lengthA);
-  flagsB.fill(0, 0, lengthB);
+  for (let i = 0; i < lengthA; i++) flagsA[i] = 0;
+  for (let j = 0; j < lengthB; j++) flagsB[j] = 0;
   const range = Math.max(0, (Math.max(lengthA, lengthB) >> 1) - 1);
   let matches = 0;
   for (let i = 0; i < lengthA; i++) {
-    const code = a.charCodeAt(i);
+    const code = a[aStart + i]!;
     const end = Math.min(lengthB - 1, i + range);
     for (let j = Math.max(0, i - range); j <= end; j++) {
-      if (flagsB[j] === 0 && b.charCodeAt(j) === code) {
+      if (flagsB[j] === 0 && b[bStart + j] === code) {
         flagsA[i] = 1;
         flagsB[j] = 1;
         matches++;
@@ -178,20 +231,20 @@ export function jaroWinkler(a: string, b: string): number {
   for (let i = 0, j = 0; i < lengthA; i++) {
     if (flagsA[i] === 0) continue;
     while (flagsB[j] === 0) j++;
-    if (a.charCodeAt(i) !== b.charCodeAt(j)) halfTranspositions++;
+    if (a[aStart + i] !== b[bStart + j]) halfTranspositions++;
     j++;
   }
   const transpositions = halfTranspositions >> 1;
   const jaro = (matches / lengthA + matches / lengthB + (matches - transpositions) / matches) / 3;
-  return winklerBoost(a, b, jaro);
+  return winklerBoost(a, aStart, lengthA, b, bStart, lengthB, jaro);
 }
 
 /** Winkler's boost of a Jaro similarity above 0.7 by the common prefix (up to 4 characters, scale 0.1). */
-function winklerBoost(a: string, b: string, jaro: number): number {
+function winklerBoost(a: Uint16Array, aStart: number, lengthA: number, b: Uint16Array, bStart: number, lengthB: number, jaro: number): number {
   if (jaro <= 0.7) return jaro;
-  const prefixLimit = Math.min(4, a.length, b.length);
+  const prefixLimit = Math.min(4, lengthA, lengthB);
   let prefix = 0;
-  while (prefix < prefixLimit && a.charCodeAt(prefix) === b.charCodeAt(prefix)) prefix++;
+  while (prefix < prefixLimit && a[aStart + prefix] === b[bStart + prefix]) prefix++;
   return jaro + prefix * 0.1 * (1 - jaro);
 }
 
@@ -203,33 +256,42 @@ function characterBits(token: string): number {
 }
 
 /** How many of a token's characters occur in the other token (by its bits): Jaro's matches can be no more. */
-function charactersIn(token: string, otherBits: number): number {
+function charactersIn(codes: Uint16Array, start: number, length: number, otherBits: number): number {
   let count = 0;
-  for (let i = 0; i < token.length; i++) if ((otherBits >>> (token.charCodeAt(i) & 31)) & 1) count++;
+  for (let i = start; i < start + length; i++) if ((otherBits >>> (codes[i]! & 31)) & 1) count++;
   return count;
 }
 
 /**
- * The most Jaro-Winkler could give two tokens, from how many of each one's characters the other
- * has at all: Jaro with every such character matched and nothing transposed, boosted by the
- * common prefix. Most token pairs of a candidate are different words, and this rules them out
- * for a fraction of Jaro-Winkler's cost.
+ * The similarity of a query token and an index token (their codes from aStart and bStart) when at
+ * least the bar, otherwise 0. The same token is 1 (the caller knows it by its id).
+ *
+ * Most token pairs of a candidate are different words. The bound rules them out for a fraction
+ * of Jaro-Winkler's cost: the most Jaro-Winkler could give two tokens, from how many of each
+ * one's characters the other has at all (by their bits), Jaro with every such character matched
+ * and nothing transposed, boosted by the common prefix.
  */
-function jaroWinklerBound(a: string, b: string, bitsA: number, bitsB: number): number {
-  const matches = Math.min(charactersIn(a, bitsB), charactersIn(b, bitsA));
-  if (matches === 0) return 0;
-  return winklerBoost(a, b, (matches / a.length + matches / b.length + 1) / 3);
-}
-
-function tokenSimilarity(a: string, b: string, soundAlike: boolean, bitsA: number, bitsB: number): number {
-  if (a === b) return 1;
-  if ((a.length === 1 || b.length === 1) && a.charCodeAt(0) === b.charCodeAt(0)) return INITIAL_SIMILARITY;
+function tokenSimilarity(
+  a: Uint16Array,
+  aStart: number,
+  lengthA: number,
+  b: Uint16Array,
+  bStart: number,
+  lengthB: number,
+  soundAlike: boolean,
+  bitsA: number,
+  bitsB: number,
+): number {
+  if ((lengthA === 1 || lengthB === 1) && a[aStart] === b[bStart]) return INITIAL_SIMILARITY;
   // One letter is a third of a short token: "Li" and "Lin" are two surnames, "Jon" and "John" one name.
-  if (Math.min(a.length, b.length) <= SHORT_TOKEN_LENGTH && !soundAlike) return 0;
+  if (Math.min(lengthA, lengthB) <= SHORT_TOKEN_LENGTH && !soundAlike) return 0;
   const bar = soundAlike ? MIN_TOKEN_SIMILARITY : MIN_SPELLING_SIMILARITY;
+  const matches = Math.min(charactersIn(a, aStart, lengthA, bitsB), charactersIn(b, bStart, lengthB, bitsA));
+  if (matches === 0) return 0;
+  const bound = winklerBoost(a, aStart, lengthA, b, bStart, lengthB, (matches / lengthA + matches / lengthB + 1) / 3);
   // (The margin keeps rounding in the bound from ruling out a pair right at the bar.)
-  if (jaroWinklerBound(a, b, bitsA, bitsB) < bar - 1e-9) return 0;
-  const similarity = jaroWinkler(a, b);
+  if (bound < bar - 1e-9) return 0;
+  const similarity = jaroWinklerCodes(a, aStart, lengthA, b, bStart, lengthB);
   return similarity >= bar ? similarity : 0;
 }
 
@@ -301,15 +363,15 @@ export class SanctionsIndex {
   private readonly maxTokenWeight: number;
   /** Query tokens by text: given names and common surnames recur from query to query (their keys are the index's, so it keeps them). */
   private readonly queryTokenMemo = new Map<string, QueryToken>();
-  /** Per token: characterBits of its text. */
-  private readonly tokenBits: Int32Array;
+  /** tokenRecords read as Float64, for the weight at token x TOKEN_STRIDE / 2 + TOKEN_WEIGHT_AT. */
+  private readonly tokenWeights: Float64Array;
+  /** nameRecords read as Float32, for the weight at name x NAME_STRIDE + NAME_WEIGHT_AT. */
+  private readonly nameWeights: Float32Array;
   /** The narrowing's cursors over the query's posting lists (see openCursors). */
   private cursorAt = new Int32Array(0);
   private cursorEnd = new Int32Array(0);
   private cursorName = new Int32Array(0);
   private cursorCredit = new Float64Array(0);
-  /** The weight of the cursor's current name (postingWeight at cursorAt). */
-  private cursorWeight = new Float32Array(0);
   private cursorToken = new Int32Array(0);
   private cursorOrder = new Int32Array(0);
   /** Per query token, in the narrowing: the largest credit counted so far. */
@@ -317,16 +379,15 @@ export class SanctionsIndex {
   /** The narrowing's heap of the best names so far. */
   private readonly heapNames = new Int32Array(CANDIDATES_SCORED);
   private readonly heapRanks = new Float64Array(CANDIDATES_SCORED);
-  /** nameListed of each name in the heap, so that ties are broken without a lookup per comparison. */
+  /** The list position of each name in the heap, so that ties are broken without a lookup per comparison. */
   private readonly heapListed = new Int32Array(CANDIDATES_SCORED);
   /** What the narrowing chose, best first. */
   private readonly candidates = new Int32Array(CANDIDATES_SCORED);
   private candidateBest = new Float64Array(16);
   private candidateHeard = new Uint8Array(16);
   private candidateSlots = new Int32Array(16);
-  /** Per index token: the query that last compared it (queryStamp) and its slot then (see pairSlot). */
-  private readonly pairStamp: Int32Array;
-  private readonly pairSlotOf: Int32Array;
+  /** Per index token, side by side (token x 2): the query that last compared it (queryStamp) and its slot then (see pairSlot). */
+  private readonly pairState: Int32Array;
   private pairsUsed = 0;
   private pairSimilarity = new Float64Array(256);
   private pairAgree = new Uint8Array(256);
@@ -356,10 +417,10 @@ export class SanctionsIndex {
   private constructor(private readonly data: PlainSanctionsIndex) {
     this.keyIds = new Map(data.keyText.map((key, id) => [key, id]));
     this.tokenIds = new Map(data.tokenText.map((token, id) => [token, id]));
-    this.maxTokenWeight = Math.log(1 + Math.max(1, data.nameEntry.length));
-    this.tokenBits = Int32Array.from(data.tokenText, characterBits);
-    this.pairStamp = new Int32Array(data.tokenText.length);
-    this.pairSlotOf = new Int32Array(data.tokenText.length);
+    this.nameWeights = new Float32Array(data.nameRecords.buffer, data.nameRecords.byteOffset, data.nameRecords.length);
+    this.maxTokenWeight = Math.log(1 + Math.max(1, data.nameAlias.length));
+    this.tokenWeights = new Float64Array(data.tokenRecords.buffer, data.tokenRecords.byteOffset, data.tokenRecords.length / 2);
+    this.pairState = new Int32Array(data.tokenText.length * 2);
     this.codeIds = new Map(data.countryCodes.map((code, id) => [code, id]));
   }
 
@@ -423,6 +484,21 @@ export class SanctionsIndex {
     for (const tokens of listedTokens) for (const token of tokens) tokenFrequency[token]!++;
     const tokenWeight = Float64Array.from(tokenFrequency, (frequency) => Math.log(1 + nameCount / Math.max(1, frequency)));
     const listedWeight = Float64Array.from(listedTokens, (tokens) => tokens.reduce((weight, token) => weight + tokenWeight[token]!, 0));
+    const tokenRecords = new Int32Array(tokenText.length * TOKEN_STRIDE);
+    const tokenWeights = new Float64Array(tokenRecords.buffer);
+    const tokenChars = new Uint16Array(tokenText.reduce((length, token) => length + token.length, 0));
+    let charsUsed = 0;
+    tokenText.forEach((token, id) => {
+      const record = id * TOKEN_STRIDE;
+      tokenRecords[record + TOKEN_PRIMARY] = tokenKeys[id * 3]!;
+      tokenRecords[record + TOKEN_SECONDARY] = tokenKeys[id * 3 + 1]!;
+      tokenRecords[record + TOKEN_PREFIX] = tokenKeys[id * 3 + 2]!;
+      tokenRecords[record + TOKEN_BITS] = characterBits(token);
+      tokenWeights[record / 2 + TOKEN_WEIGHT_AT] = tokenWeight[id]!;
+      tokenRecords[record + TOKEN_CHARS] = charsUsed;
+      tokenRecords[record + TOKEN_LENGTH] = token.length;
+      for (let i = 0; i < token.length; i++) tokenChars[charsUsed++] = token.charCodeAt(i);
+    });
 
     // Names are numbered by schema, then by weight (as Float32, the precision narrow ranks with),
     // lightest first, so that within a schema every posting list, sorted by name, is sorted by
@@ -434,46 +510,6 @@ export class SanctionsIndex {
     const schemaStart = new Int32Array(SCHEMA_COUNT + 1);
     for (const schema of listedSchema) schemaStart[schema + 1]!++;
     for (let schema = 0; schema < SCHEMA_COUNT; schema++) schemaStart[schema + 1]! += schemaStart[schema]!;
-    const nameEntry: number[] = [];
-    const nameAlias: number[] = [];
-    const nameTokenStart: number[] = [0];
-    const nameTokens: number[] = [];
-    const nameWeight = new Float64Array(nameCount);
-    // Names were listed entry by entry, each entry's name before its aliases: list order.
-    const nameListed = new Int32Array(byWeight);
-    byWeight.forEach((listed, name) => {
-      nameEntry.push(listedEntry[listed]!);
-      nameAlias.push(listedAlias[listed]!);
-      nameTokens.push(...listedTokens[listed]!);
-      nameTokenStart.push(nameTokens.length);
-      nameWeight[name] = listedWeight[listed]!;
-    });
-
-    const keyCount = keyText.length;
-    const keyStamp = new Int32Array(keyCount).fill(-1);
-    const documentFrequency = new Int32Array(keyCount);
-    const forEachNameKey = (name: number, visit: (key: number) => void): void => {
-      for (let t = nameTokenStart[name]!; t < nameTokenStart[name + 1]!; t++) {
-        const token = nameTokens[t]!;
-        for (let k = 0; k < 3; k++) {
-          const key = tokenKeys[token * 3 + k]!;
-          if (key >= 0 && keyStamp[key] !== name) {
-            keyStamp[key] = name;
-            visit(key);
-          }
-        }
-      }
-    };
-    for (let name = 0; name < nameCount; name++) forEachNameKey(name, (key) => documentFrequency[key]!++);
-
-    const postingStart = new Int32Array(keyCount + 1);
-    for (let key = 0; key < keyCount; key++) postingStart[key + 1] = postingStart[key]! + documentFrequency[key]!;
-    const postings = new Int32Array(postingStart[keyCount]!);
-    const fill = postingStart.slice(0, keyCount);
-    keyStamp.fill(-1);
-    for (let name = 0; name < nameCount; name++) forEachNameKey(name, (key) => (postings[fill[key]!++] = name));
-    const postingWeight = Float32Array.from(postings, (name) => nameWeight[name]!);
-
     const entryFactStart: number[] = [];
     const entryFacts: number[] = [];
     const codeIds = new Map<string, number>();
@@ -492,25 +528,89 @@ export class SanctionsIndex {
       }
     }
 
+    const nameRecords = new Int32Array(nameCount * NAME_STRIDE);
+    const nameWeights = new Float32Array(nameRecords.buffer);
+    const nameAlias = new Int32Array(nameCount);
+    const nameOverflow: number[] = [];
+    // Names were listed entry by entry, each entry's name before its aliases: list order.
+    byWeight.forEach((listed, name) => {
+      const record = name * NAME_STRIDE;
+      const tokens = listedTokens[listed]!;
+      nameWeights[record + NAME_WEIGHT_AT] = listedWeight[listed]!;
+      nameRecords[record + NAME_LISTED] = listed;
+      nameRecords[record + NAME_ENTRY] = listedEntry[listed]!;
+      nameRecords[record + NAME_FACTS] = entryFactStart[listedEntry[listed]!]!;
+      nameRecords[record + NAME_TOKEN_COUNT] = tokens.length;
+      if (tokens.length <= NAME_INLINE_TOKENS) nameRecords.set(tokens, record + NAME_TOKENS);
+      else {
+        nameRecords[record + NAME_TOKENS] = nameOverflow.length;
+        nameOverflow.push(...tokens);
+      }
+      nameAlias[name] = listedAlias[listed]!;
+    });
+    const blockWeight = new Float32Array((nameCount >> WEIGHT_BLOCK_SHIFT) + 1).fill(Infinity);
+    for (let name = 0; name < nameCount; name++) {
+      const block = name >> WEIGHT_BLOCK_SHIFT;
+      blockWeight[block] = Math.min(blockWeight[block]!, nameWeights[name * NAME_STRIDE + NAME_WEIGHT_AT]!);
+    }
+
+    const keyCount = keyText.length;
+    const keyStamp = new Int32Array(keyCount).fill(-1);
+    const documentFrequency = new Int32Array(keyCount);
+    const forEachNameKey = (name: number, visit: (key: number) => void): void => {
+      for (const token of listedTokens[byWeight[name]!]!) {
+        for (let k = 0; k < 3; k++) {
+          const key = tokenKeys[token * 3 + k]!;
+          if (key >= 0 && keyStamp[key] !== name) {
+            keyStamp[key] = name;
+            visit(key);
+          }
+        }
+      }
+    };
+    for (let name = 0; name < nameCount; name++) forEachNameKey(name, (key) => documentFrequency[key]!++);
+
+    const postingStart = new Int32Array(keyCount + 1);
+    for (let key = 0; key < keyCount; key++) postingStart[key + 1] = postingStart[key]! + documentFrequency[key]!;
+    const postings = new Int32Array(postingStart[keyCount]!);
+    const fill = postingStart.slice(0, keyCount);
+    keyStamp.fill(-1);
+    for (let name = 0; name < nameCount; name++) forEachNameKey(name, (key) => (postings[fill[key]!++] = name));
+
     return new SanctionsIndex({
       schemaStart,
-      entryFactStart: Int32Array.from(entryFactStart),
       entryFacts: Int32Array.from(entryFacts),
       countryCodes: [...codeIds.keys()],
       entries: entries.map(({ programs, remarks, ...indexed }) => indexed),
       tokenText,
-      tokenKeys: Int32Array.from(tokenKeys),
+      tokenRecords,
+      tokenChars,
       keyText,
-      tokenWeight,
-      nameEntry: Int32Array.from(nameEntry),
-      nameAlias: Int32Array.from(nameAlias),
-      nameTokenStart: Int32Array.from(nameTokenStart),
-      nameTokens: Int32Array.from(nameTokens),
-      nameListed,
+      nameRecords,
+      nameAlias,
+      nameOverflow: Int32Array.from(nameOverflow),
+      blockWeight,
       postingStart,
       postings,
-      postingWeight,
     });
+  }
+
+  /** A name's parts as plain values, for inspection (the narrowing's reference test): its entry, alias index and tokens. */
+  private nameParts(name: number): { entry: number; alias: number; tokens: number[] } {
+    const { nameRecords, nameOverflow, nameAlias } = this.data;
+    const record = name * NAME_STRIDE;
+    const count = nameRecords[record + NAME_TOKEN_COUNT]!;
+    const tokens = count <= NAME_INLINE_TOKENS ? nameRecords.subarray(record + NAME_TOKENS, record + NAME_TOKENS + count) : nameOverflow.subarray(nameRecords[record + NAME_TOKENS]!, nameRecords[record + NAME_TOKENS]! + count);
+    return { entry: nameRecords[record + NAME_ENTRY]!, alias: nameAlias[name]!, tokens: Array.from(tokens) };
+  }
+
+  /** A token's key ids (primary, secondary, prefix; -1 where one repeats another) and weight, for inspection like nameParts. */
+  private tokenParts(token: number): { keys: number[]; weight: number } {
+    const record = token * TOKEN_STRIDE;
+    return {
+      keys: Array.from(this.data.tokenRecords.subarray(record + TOKEN_PRIMARY, record + TOKEN_PREFIX + 1)),
+      weight: this.tokenWeights[token * (TOKEN_STRIDE / 2) + TOKEN_WEIGHT_AT]!,
+    };
   }
 
   static fromPlain(plain: PlainSanctionsIndex): SanctionsIndex {
@@ -530,7 +630,7 @@ export class SanctionsIndex {
     const candidateCount = this.narrow(queryTokens, query.schema ? SCHEMA_CODES[query.schema] : 0);
     // Each entry's best-scoring name, in the order entries were first met (that order breaks ties).
     if (this.queryStamp === 0x7fffffff) {
-      this.pairStamp.fill(0);
+      this.pairState.fill(0);
       this.queryStamp = 0;
     }
     this.queryStamp++;
@@ -541,7 +641,7 @@ export class SanctionsIndex {
     for (let candidate = 0; candidate < candidateCount; candidate++) {
       const name = this.candidates[candidate]!;
       const nameScore = this.scoreName(queryTokens, name);
-      const entry = this.data.nameEntry[name]!;
+      const entry = this.data.nameRecords[name * NAME_STRIDE + NAME_ENTRY]!;
       // The entry's bucket: its own, or the empty one where it goes.
       let bucket = Math.imul(entry, 0x9e3779b1) >>> 24;
       while (bucketEntry[bucket] !== 0 && bucketEntry[bucket] !== entry + 1) bucket = (bucket + 1) & (ENTRY_BUCKETS - 1);
@@ -583,11 +683,11 @@ export class SanctionsIndex {
       // Stop once no bonus could lift a name to either bar.
       const reachable = Math.round(nameScore + MAX_BONUS);
       if (reachable < minScore && reachable <= best) break;
-      const entry = slotEntry[slot]!;
-      this.birthAgreement(entry, birthDate !== null, queryYear, queryDay);
+      const facts = this.data.nameRecords[slotName[slot]! * NAME_STRIDE + NAME_FACTS]!;
+      this.birthAgreement(facts, birthDate !== null, queryYear, queryDay);
       const birth = this.agreement;
       const birthAdjustment = this.adjustment;
-      this.nationalityAgreement(entry, queryCode);
+      this.nationalityAgreement(facts, queryCode);
       const score = Math.max(0, Math.min(100, Math.round(nameScore + birthAdjustment + this.adjustment)));
       best = Math.max(best, score);
       if (score < minScore) continue;
@@ -630,9 +730,9 @@ export class SanctionsIndex {
    * Birth date: the same date +8, the same year +5, the closest year one apart -8, further -20;
    * unknown where either side has none. Left in `agreement` and `adjustment`.
    */
-  private birthAgreement(entry: number, asked: boolean, queryYear: number, queryDay: number): void {
-    const { entryFactStart, entryFacts } = this.data;
-    const start = entryFactStart[entry]! + 1;
+  private birthAgreement(facts: number, asked: boolean, queryYear: number, queryDay: number): void {
+    const { entryFacts } = this.data;
+    const start = facts + 1;
     const end = start + entryFacts[start - 1]! * 2;
     this.agreement = UNKNOWN;
     this.adjustment = 0;
@@ -652,9 +752,9 @@ export class SanctionsIndex {
   }
 
   /** A shared nationality +5, none shared -10; unknown where either side has no country code. */
-  private nationalityAgreement(entry: number, queryCode: number): void {
-    const { entryFactStart, entryFacts } = this.data;
-    const dates = entryFactStart[entry]!;
+  private nationalityAgreement(facts: number, queryCode: number): void {
+    const { entryFacts } = this.data;
+    const dates = facts;
     const start = dates + 1 + entryFacts[dates]! * 2 + 1;
     const end = start + entryFacts[start - 1]!;
     this.agreement = UNKNOWN;
@@ -681,11 +781,12 @@ export class SanctionsIndex {
         text,
         id: tokenId ?? -1,
         // A token the list has never seen is as rare as a token can be.
-        weight: tokenId === undefined ? this.maxTokenWeight : this.data.tokenWeight[tokenId]!,
+        weight: tokenId === undefined ? this.maxTokenWeight : this.tokenWeights[tokenId * (TOKEN_STRIDE / 2) + TOKEN_WEIGHT_AT]!,
         primary: this.keyIds.get(primaryCode) ?? -1,
         secondary: this.keyIds.get(secondaryCode) ?? -1,
         prefix: this.keyIds.get(text.slice(0, PREFIX_KEY_LENGTH)) ?? -1,
         bits: characterBits(text),
+        chars: codesOf(text),
       };
       if (this.queryTokenMemo.size >= QUERY_TOKEN_MEMO_SIZE) this.queryTokenMemo.clear();
       this.queryTokenMemo.set(text, token);
@@ -739,11 +840,12 @@ export class SanctionsIndex {
    * into the heap that holds `kept` names; returns how many it holds after.
    */
   private walk(queryTokens: QueryToken[], queryWeight: number, first: number, end: number, kept: number): number {
-    const { nameListed } = this.data;
+    const { nameRecords, blockWeight } = this.data;
+    const { nameWeights } = this;
     const tokens = queryTokens.length;
     const cursors = this.openCursors(queryTokens, first, end);
     if (cursors === 0) return kept;
-    const { cursorAt, cursorName, cursorWeight, cursorCredit, cursorToken, cursorOrder, heapNames, heapRanks, heapListed, tokenCredit } = this;
+    const { cursorAt, cursorName, cursorCredit, cursorToken, cursorOrder, heapNames, heapRanks, heapListed, tokenCredit } = this;
     for (;;) {
       const lightest = cursorName[cursorOrder[0]!]!;
       if (lightest === NO_NAME) break;
@@ -753,7 +855,8 @@ export class SanctionsIndex {
       // short. (The margin covers Float32 sums.)
       let pivot = 0;
       if (kept === CANDIDATES_SCORED) {
-        const needed = heapRanks[0]! * (queryWeight + cursorWeight[cursorOrder[0]!]!);
+        // (With the lightest weight of the name's block: a lower bound, so that no name that could enter is skipped.)
+        const needed = heapRanks[0]! * (queryWeight + blockWeight[lightest >> WEIGHT_BLOCK_SHIFT]!);
         for (let token = 0; token < tokens; token++) tokenCredit[token] = 0;
         let credit = 0;
         for (pivot = 0; pivot < cursors; pivot++) {
@@ -778,7 +881,8 @@ export class SanctionsIndex {
       }
       // Every cursor at the name is at the front of the order. Its credits, one per token (the
       // larger where it is both spelled and sounds alike), summed in query token order in Float32.
-      const weight = cursorWeight[cursorOrder[0]!]!;
+      const weight = nameWeights[name * NAME_STRIDE + NAME_WEIGHT_AT]!;
+      const listed = nameRecords[name * NAME_STRIDE + NAME_LISTED]!;
       for (let token = 0; token < tokens; token++) tokenCredit[token] = 0;
       let at = 0;
       for (; at < cursors; at++) {
@@ -798,18 +902,18 @@ export class SanctionsIndex {
         let leaf = kept++;
         heapNames[leaf] = name;
         heapRanks[leaf] = rank;
-        heapListed[leaf] = nameListed[name]!;
+        heapListed[leaf] = listed;
         while (leaf > 0) {
           const parent = (leaf - 1) >> 1;
           if (!this.worse(leaf, parent)) break;
           swap(heapNames, heapRanks, heapListed, leaf, parent);
           leaf = parent;
         }
-      } else if (rank > heapRanks[0]! || (rank === heapRanks[0] && nameListed[name]! < heapListed[0]!)) {
+      } else if (rank > heapRanks[0]! || (rank === heapRanks[0] && listed < heapListed[0]!)) {
         // Replace the root and sift down.
         heapNames[0] = name;
         heapRanks[0] = rank;
-        heapListed[0] = nameListed[name]!;
+        heapListed[0] = listed;
         this.siftDown(0, kept);
       }
     }
@@ -848,7 +952,6 @@ export class SanctionsIndex {
       this.cursorEnd = new Int32Array(needed);
       this.cursorName = new Int32Array(needed);
       this.cursorCredit = new Float64Array(needed);
-      this.cursorWeight = new Float32Array(needed);
       this.cursorToken = new Int32Array(needed);
       this.cursorOrder = new Int32Array(needed);
     }
@@ -907,13 +1010,10 @@ export class SanctionsIndex {
     this.moveCursor(cursor, low);
   }
 
-  /** Puts a cursor at position `at` of its list: its name and weight there, or NO_NAME past its end. */
+  /** Puts a cursor at position `at` of its list: its name there, or NO_NAME past its end. */
   private moveCursor(cursor: number, at: number): void {
     this.cursorAt[cursor] = at;
-    if (at < this.cursorEnd[cursor]!) {
-      this.cursorName[cursor] = this.data.postings[at]!;
-      this.cursorWeight[cursor] = this.data.postingWeight[at]!;
-    } else this.cursorName[cursor] = NO_NAME;
+    this.cursorName[cursor] = at < this.cursorEnd[cursor]! ? this.data.postings[at]! : NO_NAME;
   }
 
   /**
@@ -921,8 +1021,9 @@ export class SanctionsIndex {
    * similarity and whether the two sound alike, at slot x query token count + query token.
    */
   private pairSlot(queryTokens: QueryToken[], candidateToken: number): number {
-    if (this.pairStamp[candidateToken] === this.queryStamp) return this.pairSlotOf[candidateToken]!;
-    const { tokenText, tokenKeys } = this.data;
+    const { pairState } = this;
+    if (pairState[candidateToken * 2] === this.queryStamp) return pairState[candidateToken * 2 + 1]!;
+    const { tokenRecords, tokenChars } = this.data;
     const tokens = queryTokens.length;
     const slot = this.pairsUsed++;
     if ((slot + 1) * tokens > this.pairSimilarity.length) {
@@ -933,28 +1034,35 @@ export class SanctionsIndex {
       agree.set(this.pairAgree);
       this.pairAgree = agree;
     }
-    const text = tokenText[candidateToken]!;
-    const bits = this.tokenBits[candidateToken]!;
-    const primary = tokenKeys[candidateToken * 3]!;
-    const secondary = tokenKeys[candidateToken * 3 + 1]!;
+    const record = candidateToken * TOKEN_STRIDE;
+    const primary = tokenRecords[record + TOKEN_PRIMARY]!;
+    const secondary = tokenRecords[record + TOKEN_SECONDARY]!;
+    const bits = tokenRecords[record + TOKEN_BITS]!;
+    const charsAt = tokenRecords[record + TOKEN_CHARS]!;
+    const length = tokenRecords[record + TOKEN_LENGTH]!;
     for (let k = 0; k < tokens; k++) {
       const token = queryTokens[k]!;
       const agree = keysAgree(token.primary, token.secondary, primary, secondary < 0 ? primary : secondary);
       this.pairAgree[slot * tokens + k] = agree ? 1 : 0;
       // The same token (ids are per text) is the one comparison that needs no characters read.
-      this.pairSimilarity[slot * tokens + k] = token.id === candidateToken ? 1 : tokenSimilarity(token.text, text, agree, token.bits, bits);
+      this.pairSimilarity[slot * tokens + k] =
+        token.id === candidateToken ? 1 : tokenSimilarity(token.chars, 0, token.chars.length, tokenChars, charsAt, length, agree, token.bits, bits);
     }
-    this.pairStamp[candidateToken] = this.queryStamp;
-    this.pairSlotOf[candidateToken] = slot;
+    pairState[candidateToken * 2] = this.queryStamp;
+    pairState[candidateToken * 2 + 1] = slot;
     return slot;
   }
 
   /** The name's score (0-100 before birth date and nationality); its similarity and phonetic parts are left in `scoredSimilarity` and `scoredPhonetic`. */
   private scoreName(queryTokens: QueryToken[], name: number): number {
-    const { nameTokenStart, nameTokens, tokenWeight } = this.data;
-    const start = nameTokenStart[name]!;
-    const end = nameTokenStart[name + 1]!;
-    const candidateCount = end - start;
+    const { nameRecords, nameOverflow } = this.data;
+    const { tokenWeights } = this;
+    const record = name * NAME_STRIDE;
+    const candidateCount = nameRecords[record + NAME_TOKEN_COUNT]!;
+    // The name's tokens: in its record, or from nameOverflow.
+    const inline = candidateCount <= NAME_INLINE_TOKENS;
+    const tokenArray = inline ? nameRecords : nameOverflow;
+    const start = inline ? record + NAME_TOKENS : nameRecords[record + NAME_TOKENS]!;
     if (this.candidateBest.length < candidateCount) {
       this.candidateBest = new Float64Array(candidateCount);
       this.candidateHeard = new Uint8Array(candidateCount);
@@ -969,7 +1077,7 @@ export class SanctionsIndex {
     // The candidates of one query share most of their tokens: each token is compared with the
     // query's once per query (a few dozen distinct tokens among a hundred or more).
     const slots = this.candidateSlots;
-    for (let c = 0; c < candidateCount; c++) slots[c] = this.pairSlot(queryTokens, nameTokens[start + c]!);
+    for (let c = 0; c < candidateCount; c++) slots[c] = this.pairSlot(queryTokens, tokenArray[start + c]!);
     const { pairSimilarity, pairAgree } = this;
     for (let k = 0; k < tokens; k++) {
       const token = queryTokens[k]!;
@@ -994,7 +1102,7 @@ export class SanctionsIndex {
     let candidatePhonetic = 0;
     let candidateWeight = 0;
     for (let c = 0; c < candidateCount; c++) {
-      const weight = tokenWeight[nameTokens[start + c]!]!;
+      const weight = tokenWeights[tokenArray[start + c]! * (TOKEN_STRIDE / 2) + TOKEN_WEIGHT_AT]!;
       candidateWeight += weight;
       candidateSimilarity += weight * candidateBest[c]!;
       if (candidateHeard[c] === 1) candidatePhonetic += weight;
