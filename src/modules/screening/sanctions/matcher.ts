@@ -255,6 +255,13 @@ function characterBits(token: string): number {
   return bits;
 }
 
+/** The number of bits set. */
+function bitCount(bits: number): number {
+  bits -= (bits >>> 1) & 0x55555555;
+  bits = (bits & 0x33333333) + ((bits >>> 2) & 0x33333333);
+  return (Math.imul((bits + (bits >>> 4)) & 0x0f0f0f0f, 0x01010101) >>> 24);
+}
+
 /** How many of a token's characters occur in the other token (by its bits): Jaro's matches can be no more. */
 function charactersIn(codes: Uint16Array, start: number, length: number, otherBits: number): number {
   let count = 0;
@@ -286,6 +293,13 @@ function tokenSimilarity(
   // One letter is a third of a short token: "Li" and "Lin" are two surnames, "Jon" and "John" one name.
   if (Math.min(lengthA, lengthB) <= SHORT_TOKEN_LENGTH && !soundAlike) return 0;
   const bar = soundAlike ? MIN_TOKEN_SIMILARITY : MIN_SPELLING_SIMILARITY;
+  // First from the bits alone, without reading the characters (a cache miss for the index token's):
+  // each character whose bit the other token lacks is one fewer that can match. Bounded like the
+  // count below and at most that, with the longest prefix Winkler could credit; a wider margin.
+  const mostMatches = Math.min(lengthA - bitCount(bitsA & ~bitsB), lengthB - bitCount(bitsB & ~bitsA));
+  if (mostMatches <= 0) return 0;
+  const mostJaro = (mostMatches / lengthA + mostMatches / lengthB + 1) / 3;
+  if (mostJaro <= 0.7 ? mostJaro < bar - 1e-6 : mostJaro + Math.min(4, lengthA, lengthB) * 0.1 * (1 - mostJaro) < bar - 1e-6) return 0;
   const matches = Math.min(charactersIn(a, aStart, lengthA, bitsB), charactersIn(b, bStart, lengthB, bitsA));
   if (matches === 0) return 0;
   const bound = winklerBoost(a, aStart, lengthA, b, bStart, lengthB, (matches / lengthA + matches / lengthB + 1) / 3);
