@@ -895,6 +895,8 @@ export class SanctionsIndex {
       }
       // Every cursor at the name is at the front of the order. Its credits, one per token (the
       // larger where it is both spelled and sounds alike), summed in query token order in Float32.
+      const weight = nameWeights[name * NAME_STRIDE + NAME_WEIGHT_AT]!;
+      const listed = nameRecords[name * NAME_STRIDE + NAME_LISTED]!;
       for (let token = 0; token < tokens; token++) tokenCredit[token] = 0;
       let at = 0;
       for (; at < cursors; at++) {
@@ -908,10 +910,6 @@ export class SanctionsIndex {
       for (let token = 0; token < tokens; token++) if (tokenCredit[token]! > 0) shared = Math.fround(shared + tokenCredit[token]!);
       // Only the cursors that moved can be out of order.
       if (at > 0) this.sortCursors(cursors);
-      // A full heap's worst beats the most the name's block allows: its record (a cache miss) is not read.
-      if (kept === CANDIDATES_SCORED && shared / (queryWeight + blockWeight[name >> WEIGHT_BLOCK_SHIFT]!) < heapRanks[0]!) continue;
-      const weight = nameWeights[name * NAME_STRIDE + NAME_WEIGHT_AT]!;
-      const listed = nameRecords[name * NAME_STRIDE + NAME_LISTED]!;
       const rank = shared / (queryWeight + weight);
       if (kept < CANDIDATES_SCORED) {
         // Sift up from the new leaf.
