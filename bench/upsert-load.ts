@@ -1,4 +1,5 @@
 import { fork, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs/promises';
 import http from 'node:http';
 import path from 'node:path';
 import autocannon from 'autocannon';
@@ -146,6 +147,44 @@ async function steady(server: Server, rate: number, seconds: number, connections
   return result;
 }
 
+/** Milliseconds between two storage probes (see probeStorage). */
+const PROBE_INTERVAL_MS = 50;
+
+/**
+ * Times a write of 8 KB and its fdatasync every PROBE_INTERVAL_MS in the system's temporary
+ * directory (where the embedded PostgreSQL keeps its data), until `stop` is called; returns the
+ * times. Every commit waits for such a flush of the WAL, so a slow flush here at the same moment
+ * is a slow commit there: the probe tells the storage's stalls from the service's own.
+ */
+function probeStorage(): { stop(): Promise<number[]> } {
+  const times: number[] = [];
+  let running = true;
+  const done = (async () => {
+    const file = path.join(os.tmpdir(), `warden-probe-${process.pid}`);
+    const handle = await fs.open(file, 'w');
+    const block = Buffer.alloc(8192, 1);
+    try {
+      for (let index = 0; running; index++) {
+        const started = performance.now();
+        await handle.write(block, 0, block.length, (index % 64) * block.length);
+        await handle.datasync();
+        times.push(performance.now() - started);
+        await new Promise((resolve) => setTimeout(resolve, PROBE_INTERVAL_MS));
+      }
+    } finally {
+      await handle.close();
+      await fs.rm(file, { force: true });
+    }
+  })();
+  return {
+    async stop() {
+      running = false;
+      await done;
+      return times;
+    },
+  };
+}
+
 function percentile(samples: number[], q: number): number {
   const sorted = [...samples].sort((a, b) => a - b);
   return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? NaN;
@@ -160,17 +199,23 @@ export async function benchUpsertLoad(): Promise<void> {
     const ms = (value: number) => value.toFixed(1);
     const rows: string[] = [];
     let lateness = '';
+    let storage = '';
     for (const [label, rate, budget] of [
       ['steady 100 requests/s', 100, 'p99 10 ms'],
       ['steady 300 requests/s', 300, 'p99 25 ms'],
     ] as const) {
+      const probe = probeStorage();
       const result = await steady(server, rate, DURATION_S);
+      const flushes = await probe.stop();
       if (result.failed > 0) throw new Error(`${result.failed} of ${result.sent} requests failed: ${JSON.stringify(result.failures)}`);
       const { times } = await server.ask<{ times: number[] }>('service-times');
       rows.push(
         `| ${label} | ${rate} | ${ms(percentile(result.latencies, 0.5))} | ${ms(percentile(result.latencies, 0.99))} | ${ms(percentile(times, 0.5))} | ${ms(percentile(times, 0.99))} | ${budget} |`,
       );
       lateness += ` ${rate} requests/s: ${ms(percentile(result.lateness, 0.99))} ms p99, ${ms(Math.max(...result.lateness))} ms at most.`;
+      storage +=
+        ` ${rate} requests/s: median ${ms(percentile(flushes, 0.5))} ms, p99 ${ms(percentile(flushes, 0.99))} ms, longest ${ms(Math.max(...flushes))} ms,` +
+        ` ${flushes.filter((time) => time > 10).length} of ${flushes.length} over 10 ms.`;
     }
     for (const [label, connections] of [
       ['saturated (as fast as 10 connections go)', CONNECTIONS],
@@ -197,6 +242,9 @@ export async function benchUpsertLoad(): Promise<void> {
       ...rows,
       '',
       `The load generator shares the cores: how late its requests left against their schedule:${lateness}`,
+      '',
+      `The storage during the steady rows: a write of 8 KB and its fdatasync every ${PROBE_INTERVAL_MS} ms beside PostgreSQL's data (every commit waits ` +
+        `for such a flush of the WAL; a slow one holds the commits waiting then, and a request's latency with them):${storage}`,
     ];
     console.log(lines.join('\n'));
     await writeSection('upsert-load', lines.join('\n'));
