@@ -33,6 +33,8 @@ test('Jaro-Winkler gives the reference values', (t) => {
   t.is(Math.round(jaroWinkler('dixon', 'dicksonx') * 1000), 813);
   t.is(jaroWinkler('abc', 'xyz'), 0);
   t.is(jaroWinkler('', 'abc'), 0);
+  // By UTF-16 code units, as before the codes were kept in typed arrays: an emoji is two, sharing the first.
+  t.is(Math.round(jaroWinkler('ab\u{1F600}', 'ab\u{1F601}') * 1000), 883);
 });
 
 test('the exact name scores 100 with its entry, topics and features', (t) => {

@@ -195,8 +195,11 @@ export function jaroWinkler(a: string, b: string): number {
   return jaroWinklerCodes(codesOf(a), 0, a.length, codesOf(b), 0, b.length);
 }
 
+/** The text's UTF-16 code units (Uint16Array.from(text) would go by code points). */
 function codesOf(text: string): Uint16Array {
-  return Uint16Array.from(text, (character) => character.charCodeAt(0));
+  const codes = new Uint16Array(text.length);
+  for (let i = 0; i < text.length; i++) codes[i] = text.charCodeAt(i);
+  return codes;
 }
 
 /**
