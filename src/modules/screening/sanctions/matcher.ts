@@ -617,7 +617,9 @@ export class SanctionsIndex {
     const { nameRecords, nameOverflow, nameAlias } = this.data;
     const record = name * NAME_STRIDE;
     const count = nameRecords[record + NAME_TOKEN_COUNT]!;
-    const tokens = count <= NAME_INLINE_TOKENS ? nameRecords.subarray(record + NAME_TOKENS, record + NAME_TOKENS + count) : nameOverflow.subarray(nameRecords[record + NAME_TOKENS]!, nameRecords[record + NAME_TOKENS]! + count);
+    const inline = count <= NAME_INLINE_TOKENS;
+    const start = inline ? record + NAME_TOKENS : nameRecords[record + NAME_TOKENS]!;
+    const tokens = (inline ? nameRecords : nameOverflow).subarray(start, start + count);
     return { entry: nameRecords[record + NAME_ENTRY]!, alias: nameAlias[name]!, tokens: Array.from(tokens) };
   }
 
