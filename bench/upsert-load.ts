@@ -152,8 +152,8 @@ const PROBE_INTERVAL_MS = 50;
 
 /**
  * Times a write of 8 KB and its fdatasync every PROBE_INTERVAL_MS in the system's temporary
- * directory (where the embedded PostgreSQL keeps its data), until `stop` is called; returns the
- * times. Every commit waits for such a flush of the WAL, so a slow flush here at the same moment
+ * directory (where the embedded PostgreSQL keeps its data; a DATABASE_URL server keeps its own
+ * elsewhere), until `stop` is called; returns the times. Every commit waits for such a flush of the WAL, so a slow flush here at the same moment
  * is a slow commit there: the probe tells the storage's stalls from the service's own.
  */
 function probeStorage(): { stop(): Promise<number[]> } {
@@ -243,7 +243,8 @@ export async function benchUpsertLoad(): Promise<void> {
       '',
       `The load generator shares the cores: how late its requests left against their schedule:${lateness}`,
       '',
-      `The storage during the steady rows: a write of 8 KB and its fdatasync every ${PROBE_INTERVAL_MS} ms beside PostgreSQL's data (every commit waits ` +
+      `The storage during the steady rows: a write of 8 KB and its fdatasync every ${PROBE_INTERVAL_MS} ms ` +
+        `${process.env.DATABASE_URL ? "in this machine's temporary directory (PostgreSQL from DATABASE_URL keeps its data elsewhere)" : "beside PostgreSQL's data"} (every commit waits ` +
         `for such a flush of the WAL; a slow one holds the commits waiting then, and a request's latency with them):${storage}`,
     ];
     console.log(lines.join('\n'));

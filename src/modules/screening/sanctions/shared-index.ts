@@ -1,7 +1,8 @@
 import { SanctionsIndex, type PlainSanctionsIndex } from './matcher.ts';
 
 /** The kinds of typed array the index is made of. */
-type IndexArray = Int32Array | Uint16Array | Float32Array | Float64Array;
+const INDEX_ARRAYS = [Int32Array, Uint16Array, Float32Array, Float64Array] as const;
+type IndexArray = InstanceType<(typeof INDEX_ARRAYS)[number]>;
 
 /**
  * A built sanctions index laid out in SharedArrayBuffers, so that handing it to a worker with
@@ -27,7 +28,7 @@ export function shareIndex(index: SanctionsIndex, version: string): SharedSancti
   const arrays: Record<string, IndexArray> = {};
   const rest: Record<string, unknown> = {};
   for (const [key, value] of Object.entries(plain)) {
-    if (value instanceof Int32Array || value instanceof Uint16Array || value instanceof Float32Array || value instanceof Float64Array) arrays[key] = toShared(value);
+    if (INDEX_ARRAYS.some((kind) => value instanceof kind)) arrays[key] = toShared(value as IndexArray);
     else rest[key] = value;
   }
   const bytes = new TextEncoder().encode(JSON.stringify(rest));
