@@ -39,6 +39,10 @@ const STORED = Number.MAX_SAFE_INTEGER;
  * batch does not replace them, which is known once the batch is validated. The index
  * (customer_id, event_date) carries every column read, so the cost follows the window, not the
  * customer's whole history. `at` is milliseconds as an exact numeric, read as the nearest double.
+ * The window's range is a row comparison and the first transaction is ordered by customer and
+ * date: only that index can serve them, so statistics taken while the table held few customers
+ * cannot make the dashboards' event_date index look as cheap and send the plan through every
+ * customer's window (test/api/history-read.test.ts).
  *
  * `one`: the same statement for one customer and at most one ref (a single-record request), with
  * plain parameters instead of arrays. PostgreSQL plans the array form afresh on every execution
