@@ -16,7 +16,7 @@ test.before(async () => {
   app = await startTestApp();
   const token = await app.merchantToken();
   await defineEvents(app.context, [['deposit', 1]]);
-  await app.request('POST', '/api/customer/upsert/', { token, json: [{ customer_ref: 'few' }, { customer_ref: 'crowd' }, { customer_ref: 'none' }] });
+  await app.request('POST', '/api/customer/upsert/', { token, json: [{ customer_ref: 'few' }, { customer_ref: 'crowd' }, { customer_ref: 'none' }, { customer_ref: 'veteran' }] });
 });
 test.after.always(async () => {
   await app?.close();
@@ -27,6 +27,8 @@ interface PlanNode {
   'Actual Rows': number;
   'Actual Loops': number;
   'Rows Removed by Filter'?: number;
+  'Shared Hit Blocks'?: number;
+  'Shared Read Blocks'?: number;
   Plans?: PlanNode[];
 }
 
@@ -34,6 +36,12 @@ interface PlanNode {
 function transactionRowsRead(node: PlanNode): number {
   const own = node['Relation Name'] === 'financial_transactions' ? (node['Actual Rows'] + (node['Rows Removed by Filter'] ?? 0)) * node['Actual Loops'] : 0;
   return own + (node.Plans ?? []).reduce((sum, child) => sum + transactionRowsRead(child), 0);
+}
+
+/** Pages of financial_transactions and its indexes that the scans of a plan touched (their own blocks, not their children's). */
+function transactionPagesRead(node: PlanNode): number {
+  const own = node['Relation Name'] === 'financial_transactions' ? (node['Shared Hit Blocks'] ?? 0) + (node['Shared Read Blocks'] ?? 0) : 0;
+  return own + (node.Plans ?? []).reduce((sum, child) => sum + transactionPagesRead(child), 0);
 }
 
 const DAY = 86_400_000;
@@ -85,5 +93,40 @@ test('the history read reads the customer’s window through its own index, with
     }
   } finally {
     await knex.raw('alter table financial_transactions reset (autovacuum_enabled)');
+  }
+});
+
+test('the history read starts at the window: a customer’s older history is not walked through', async (t) => {
+  const knex = app.database.knex;
+  const [{ id }] = await knex('customers').where('customer_ref', 'veteran').select('id');
+  const now = Date.now();
+  const row = (at: number, ref: string) => ({
+    id: randomUUID(), transaction_ref: ref, customer_id: id, customer_ref: 'veteran', event_slug: 'deposit', amount: '10.00', currency: 'EUR', io_type: 0,
+    event_date: new Date(at).toISOString(), raw: {}, rule_check: true, created_by: 'test', updated_by: 'test',
+  });
+  // 6,000 transactions from 40 days to two years ago (about a hundred index pages), three in the window.
+  for (let start = 0; start < 6000; start += 1000) {
+    await knex('financial_transactions').insert(Array.from({ length: 1000 }, (_, index) => row(now - 40 * DAY - (start + index) * 2 * 3_600_000, `veteran-old-${start + index}`)));
+  }
+  await knex('financial_transactions').insert([1, 2, 3].map((days) => row(now - days * DAY, `veteran-${days}`)));
+  await knex.raw('vacuum analyze financial_transactions');
+  const around = historyAround(now)!;
+  for (const [label, reads, refs] of [
+    ['one customer, one ref', [{ key: 'veteran', ...around }], ['new-ref']],
+    ['several customers and refs', [{ key: 'veteran', ...around }, { key: 'none', ...around }], ['new-ref', 'veteran-1']],
+  ] as Array<[string, CustomerRead[], string[]]>) {
+    const statement = customersStatement('customer_ref', reads, refs, ['id', 'customer_ref']);
+    const pages = await knex.transaction(async (trx) => {
+      await trx.raw(`prepare history_read as ${statement.text}`);
+      const result = await trx.raw(`explain (analyze, buffers, format json) execute history_read(${statement.values.map(literal).join(', ')})`);
+      await trx.raw('deallocate history_read');
+      return transactionPagesRead(result.rows[0]['QUERY PLAN'][0].Plan);
+    });
+    // The window's leaf page or two, the first transaction's, the refs' lookups and the descents to
+    // them: a scan that started at the customer's first entry would touch every older page as well.
+    t.true(pages <= 25, `${label}: touched ${pages} pages of financial_transactions and its indexes`);
+    const [veteran] = (await readCustomers(knex, 'customer_ref', reads, refs, ['id', 'customer_ref'])).filter(({ customer }) => customer.customer_ref === 'veteran');
+    t.is(veteran!.history!.window![0].length + veteran!.history!.resent.length, 3, label);
+    t.is(veteran!.history!.first, Math.round(now - 40 * DAY - 5999 * 2 * 3_600_000), label);
   }
 });
