@@ -11,3 +11,25 @@ export async function wholeTurn(): Promise<void> {
   await nextTurn();
   await nextTurn();
 }
+
+/** The longest stretch a loop over a large batch runs before it gives the event loop a whole turn (Slices). */
+const SLICE_MS = 8;
+
+/**
+ * Time-sliced loops, for work whose cost per item follows the data (a record's aggregates follow
+ * its customer's stored window): a fixed number of items per turn held the thread 15-46 ms once
+ * the customers' windows held 100-200 transactions. `due()` is cheap enough to ask every item.
+ */
+export class Slices {
+  private started = performance.now();
+
+  due(): boolean {
+    return performance.now() - this.started >= SLICE_MS;
+  }
+
+  /** A whole turn, then a new slice. */
+  async next(): Promise<void> {
+    await wholeTurn();
+    this.started = performance.now();
+  }
+}

@@ -1,13 +1,13 @@
 import type { Knex } from 'knex';
 import { queryPrepared } from '../../db/knex.ts';
-import { wholeTurn } from '../../turns.ts';
+import { Slices } from '../../turns.ts';
 
 /**
- * Records whose aggregates are computed between two turns of the event loop: with a long stored
- * history each record reads hundreds of entries, and a 1000-record batch in one stretch held the
- * thread for 20-50 ms on a slow core (the budget for a stall is 50 ms).
+ * Batches with more wanted items than this compute their aggregates in time slices (turns.ts
+ * Slices): with a long stored history each record reads hundreds of entries, and a 1000-record
+ * batch in one stretch held the thread for 20-50 ms on a slow core (the budget for a stall is 50 ms).
  */
-const ITEMS_PER_TURN = 250;
+const SLICED_FROM = 250;
 
 /** A record whose aggregates are wanted, and what it adds to the aggregates of later records. */
 export interface AggregateItem {
@@ -240,9 +240,11 @@ export async function aggregatesOf(items: AggregateItem[], batchRefs: ReadonlySe
   const countries = new Interned();
   const timelines = new Map<string, Entry[]>();
   const firstStored = new Map<string, number>();
+  const slices = wanted.length > SLICED_FROM ? new Slices() : null;
   const stored = (timeline: Entry[], at: number, amount: number, ioType: number, device: string | null, ip: string | null, country: string | null) =>
     timeline.push({ at, index: STORED, cents: toCents(amount), ioType, device: devices.id(device), ip: ips.id(ip), country: countries.id(country) });
   for (const customerId of historyRanges(items).keys()) {
+    if (slices?.due()) await slices.next();
     const history = histories.get(customerId)!;
     const timeline: Entry[] = [];
     if (history.window) {
@@ -272,8 +274,6 @@ export async function aggregatesOf(items: AggregateItem[], batchRefs: ReadonlySe
     if (!earliest || before(entry, earliest)) batchFirst.set(item.customerId, entry);
   }
   for (const timeline of timelines.values()) timeline.sort((a, b) => a.at - b.at || (a.index < b.index ? -1 : a.index > b.index ? 1 : 0));
-  // Laying out the timelines (10,000 stored entries for 200 customers of 50) is a stretch of its own.
-  if (wanted.length > ITEMS_PER_TURN) await wholeTurn();
 
   // count and cents per window (1h, 24h, 7d, 30d) and direction (all, credit, debit)
   const counts = new Float64Array(12);
@@ -281,7 +281,7 @@ export async function aggregatesOf(items: AggregateItem[], batchRefs: ReadonlySe
   const seen = [devices.stamps(), devices.stamps(), ips.stamps(), ips.stamps(), countries.stamps(), countries.stamps()] as const;
   let stamp = 0;
   for (const item of wanted) {
-    if (stamp > 0 && stamp % ITEMS_PER_TURN === 0) await wholeTurn();
+    if (slices?.due()) await slices.next();
     const timeline = timelines.get(item.customerId) ?? [];
     const self = { at: item.eventDate, index: item.index };
     counts.fill(0);
