@@ -38,7 +38,7 @@ function transactionRowsRead(node: PlanNode): number {
   return own + (node.Plans ?? []).reduce((sum, child) => sum + transactionRowsRead(child), 0);
 }
 
-/** Pages of financial_transactions and its indexes that the scans of a plan touched (their own blocks, not their children's). */
+/** Pages of financial_transactions and its indexes touched by the plan's scans of that table (none of them is nested in another). */
 function transactionPagesRead(node: PlanNode): number {
   const own = node['Relation Name'] === 'financial_transactions' ? (node['Shared Hit Blocks'] ?? 0) + (node['Shared Read Blocks'] ?? 0) : 0;
   return own + (node.Plans ?? []).reduce((sum, child) => sum + transactionPagesRead(child), 0);
