@@ -54,14 +54,33 @@ function literal(value: unknown): string {
   return text(String(value));
 }
 
+/**
+ * The plan of `statement` run as a prepared statement (EXPLAIN `options`), in a transaction whose
+ * `settings` (SET LOCAL lines) apply to the planning.
+ */
+async function planOf(statement: { text: string; values: unknown[] }, options: string, settings: string[] = []): Promise<PlanNode & { 'Node Type'?: string }> {
+  return app.database.knex.transaction(async (trx) => {
+    for (const setting of settings) await trx.raw(`set local ${setting}`);
+    await trx.raw(`prepare history_read as ${statement.text}`);
+    const result = await trx.raw(`explain (${options}, format json) execute history_read(${statement.values.map(literal).join(', ')})`);
+    await trx.raw('deallocate history_read');
+    return result.rows[0]['QUERY PLAN'][0].Plan;
+  });
+}
+
+/** A stored deposit of `customer` at `at` (milliseconds), as the tests seed them. */
+function transactionRow(customer: { id: string; ref: string }, at: number, ref: string): Record<string, unknown> {
+  return {
+    id: randomUUID(), transaction_ref: ref, customer_id: customer.id, customer_ref: customer.ref, event_slug: 'deposit', amount: '10.00', currency: 'EUR', io_type: 0,
+    event_date: new Date(at).toISOString(), raw: {}, rule_check: true, created_by: 'test', updated_by: 'test',
+  };
+}
+
 test('the history read reads the customer’s window through its own index, with statistics from when the table held one customer', async (t) => {
   const knex = app.database.knex;
   const ids = Object.fromEntries((await knex('customers').whereIn('customer_ref', ['few', 'crowd', 'none']).select('customer_ref', 'id')).map((row) => [row.customer_ref, row.id as string]));
   const now = Date.now();
-  const row = (customer: string, at: number, ref: string) => ({
-    id: randomUUID(), transaction_ref: ref, customer_id: ids[customer], customer_ref: customer, event_slug: 'deposit', amount: '10.00', currency: 'EUR', io_type: 0,
-    event_date: new Date(at).toISOString(), raw: {}, rule_check: true, created_by: 'test', updated_by: 'test',
-  });
+  const row = (customer: string, at: number, ref: string) => transactionRow({ id: ids[customer]!, ref: customer }, at, ref);
   await knex.raw('alter table financial_transactions set (autovacuum_enabled = false)');
   try {
     await knex('financial_transactions').insert([1, 2, 3].map((days) => row('few', now - days * DAY, `few-${days}`)));
@@ -78,13 +97,7 @@ test('the history read reads the customer’s window through its own index, with
     for (const [label, reads, refs] of forms) {
       const statement = customersStatement('customer_ref', reads, refs, ['id', 'customer_ref']);
       for (const mode of ['force_custom_plan', 'force_generic_plan']) {
-        const read = await knex.transaction(async (trx) => {
-          await trx.raw(`set local plan_cache_mode = ${mode}`);
-          await trx.raw(`prepare history_read as ${statement.text}`);
-          const result = await trx.raw(`explain (analyze, format json) execute history_read(${statement.values.map(literal).join(', ')})`);
-          await trx.raw('deallocate history_read');
-          return transactionRowsRead(result.rows[0]['QUERY PLAN'][0].Plan);
-        });
+        const read = transactionRowsRead(await planOf(statement, 'analyze', [`plan_cache_mode = ${mode}`]));
         // The window holds the three rows of 'few'; the first-transaction lookup reads one more at most.
         t.true(read <= 6, `${label}, ${mode}: read ${read} rows of financial_transactions`);
       }
@@ -100,10 +113,7 @@ test('the history read starts at the window: a customer’s older history is not
   const knex = app.database.knex;
   const [{ id }] = await knex('customers').where('customer_ref', 'veteran').select('id');
   const now = Date.now();
-  const row = (at: number, ref: string) => ({
-    id: randomUUID(), transaction_ref: ref, customer_id: id, customer_ref: 'veteran', event_slug: 'deposit', amount: '10.00', currency: 'EUR', io_type: 0,
-    event_date: new Date(at).toISOString(), raw: {}, rule_check: true, created_by: 'test', updated_by: 'test',
-  });
+  const row = (at: number, ref: string) => transactionRow({ id, ref: 'veteran' }, at, ref);
   // 6,000 transactions from 40 days to two years ago (about a hundred index pages), three in the window.
   for (let start = 0; start < 6000; start += 1000) {
     await knex('financial_transactions').insert(Array.from({ length: 1000 }, (_, index) => row(now - 40 * DAY - (start + index) * 2 * 3_600_000, `veteran-old-${start + index}`)));
@@ -116,12 +126,7 @@ test('the history read starts at the window: a customer’s older history is not
     ['several customers and refs', [{ key: 'veteran', ...around }, { key: 'none', ...around }], ['new-ref', 'veteran-1']],
   ] as Array<[string, CustomerRead[], string[]]>) {
     const statement = customersStatement('customer_ref', reads, refs, ['id', 'customer_ref']);
-    const pages = await knex.transaction(async (trx) => {
-      await trx.raw(`prepare history_read as ${statement.text}`);
-      const result = await trx.raw(`explain (analyze, buffers, format json) execute history_read(${statement.values.map(literal).join(', ')})`);
-      await trx.raw('deallocate history_read');
-      return transactionPagesRead(result.rows[0]['QUERY PLAN'][0].Plan);
-    });
+    const pages = transactionPagesRead(await planOf(statement, 'analyze, buffers'));
     // The window's leaf page or two, the first transaction's, the refs' lookups and the descents to
     // them: a scan that started at the customer's first entry would touch every older page as well.
     t.true(pages <= 25, `${label}: touched ${pages} pages of financial_transactions and its indexes`);
@@ -151,14 +156,7 @@ test('the history read’s generic plan scans indexes on a table never analyzed 
   await knex.raw('create table history_fresh.financial_transactions (like public.financial_transactions including all)');
   try {
     const statement = customersStatement('customer_ref', [{ key: 'few', ...historyAround(Date.now())! }], ['new-ref'], ['id', 'customer_ref']);
-    const scans = await knex.transaction(async (trx) => {
-      await trx.raw('set local search_path = history_fresh, public');
-      await trx.raw('set local plan_cache_mode = force_generic_plan');
-      await trx.raw(`prepare history_read as ${statement.text}`);
-      const result = await trx.raw(`explain (format json) execute history_read(${statement.values.map(literal).join(', ')})`);
-      await trx.raw('deallocate history_read');
-      return transactionScans(result.rows[0]['QUERY PLAN'][0].Plan);
-    });
+    const scans = transactionScans(await planOf(statement, 'costs', ['search_path = history_fresh, public', 'plan_cache_mode = force_generic_plan']));
     t.true(scans.length > 0 && !scans.includes('Seq Scan'), scans.join(', '));
   } finally {
     await knex.raw('drop schema history_fresh cascade');
