@@ -8,7 +8,8 @@ import { UnauthorizedError } from '../../http/errors.ts';
 import { readJsonBody } from '../../http/json-body.ts';
 import { ALIAS, getRow, inlineBlocks, listRows, QueryError, scopedQuery, validPk, type InlineBlock } from '../backoffice/query.ts';
 import type { BoundModel, Row } from '../backoffice/registry.ts';
-import { ObjectNotFound, PendingApprovalConflict, PermissionDenied, saveObject, ValidationFailed, type WriteOrigin } from '../backoffice/write.ts';
+import { visibleRow } from '../backoffice/access.ts';
+import { ChainError, PermissionDenied, saveObject, ValidationFailed, type WriteOrigin } from '../backoffice/write.ts';
 import { cleanDecision, submitDecision } from '../cases/decisions.ts';
 import type { Principal } from '../staff/principal.ts';
 import { delegatedPrincipal } from './delegation.ts';
@@ -28,17 +29,8 @@ export function panelAddress(model: BoundModel, pk: string): string {
 /** A tool's refusal: the model sees the reason as text; nothing of the record is in it. */
 class ToolRefusal extends Error {}
 
-/** Rows as JSON the model can read: binary columns are left out, dates are ISO strings. */
-function plain(row: Row): Row {
-  return Object.fromEntries(
-    Object.entries(row)
-      .filter(([, value]) => !Buffer.isBuffer(value))
-      .map(([name, value]) => [name, value instanceof Date ? value.toISOString() : value]),
-  );
-}
-
 function blocks(list: InlineBlock[]) {
-  return list.map((block) => ({ model: block.model.key, label: block.label, total: block.total, rows: block.rows.map(plain) }));
+  return list.map((block) => ({ model: block.model.key, label: block.label, total: block.total, rows: block.rows.map((row) => visibleRow(block.model, row)) }));
 }
 
 /** Reading tools give their JSON; refusals and validation errors become tool errors, never exceptions to the client. */
@@ -48,10 +40,10 @@ async function answer(work: () => Promise<Record<string, unknown>>) {
     return { content: [{ type: 'text' as const, text: JSON.stringify(value) }], structuredContent: value };
   } catch (error) {
     let message: string;
-    if (error instanceof ToolRefusal || error instanceof QueryError || error instanceof PendingApprovalConflict) message = error.message;
-    else if (error instanceof PermissionDenied) message = 'You do not have permission to do that.';
-    else if (error instanceof ObjectNotFound) message = 'No such record.';
+    if (error instanceof ToolRefusal || error instanceof QueryError) message = error.message;
     else if (error instanceof ValidationFailed) message = `Validation failed: ${JSON.stringify(error.errors)}`;
+    else if (error instanceof PermissionDenied) message = 'You do not have permission to do that.';
+    else if (error instanceof ChainError) message = error.message;
     else throw error;
     return { content: [{ type: 'text' as const, text: message }], isError: true };
   }
@@ -97,7 +89,7 @@ function buildServer(app: AppContext, principal: Principal): McpServer {
           total: result.total,
           page: result.page,
           pages: result.pages,
-          rows: result.rows.map((row) => ({ pk: String(row[model.pk]), repr: model.repr(row), ...plain(row) })),
+          rows: result.rows.map((row) => ({ pk: String(row[model.pk]), repr: model.repr(row), ...visibleRow(model, row) })),
         };
       }),
   );
@@ -109,7 +101,7 @@ function buildServer(app: AppContext, principal: Principal): McpServer {
       answer(async () => {
         const model = viewable(args.model);
         const row = await record(model, args.pk);
-        return { model: model.key, pk: args.pk, repr: model.repr(row), address: panelAddress(model, args.pk), record: plain(row), inlines: blocks(await inlineBlocks(site, app.db, model, principal, row)) };
+        return { model: model.key, pk: args.pk, repr: model.repr(row), address: panelAddress(model, args.pk), record: visibleRow(model, row), inlines: blocks(await inlineBlocks(site, app.db, model, principal, row)) };
       }),
   );
 
@@ -143,16 +135,16 @@ function buildServer(app: AppContext, principal: Principal): McpServer {
               base.clone().select(`${ALIAS}.*`).orderBy(`${ALIAS}.${other.pk}`, 'desc').limit(RELATED_ROWS) as Promise<Row[]>,
               base.clone().count('* as count') as Promise<{ count: string }[]>,
             ]);
-            if (rows.length) related.push({ model: other.key, label: other.verboseNamePlural, total: Number(counted[0]?.count ?? rows.length), rows: rows.map(plain) });
+            if (rows.length) related.push({ model: other.key, label: other.verboseNamePlural, total: Number(counted[0]?.count ?? rows.length), rows: rows.map((related) => visibleRow(other, related)) });
           }
         }
         return {
           model: model.key,
           pk: args.pk,
           address: panelAddress(model, args.pk),
-          case: plain(row),
+          case: visibleRow(model, row),
           case_blocks: blocks(await inlineBlocks(site, app.db, model, principal, row)),
-          customer: customer ? plain(customer) : null,
+          customer: customer && customerModel ? visibleRow(customerModel, customer) : null,
           customer_blocks: related,
         };
       }),

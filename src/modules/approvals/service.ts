@@ -5,8 +5,8 @@ import type { BoundModel, Row, RowAnnotator } from '../backoffice/registry.ts';
 import {
   deleteObject,
   PendingApprovalConflict,
-  comparable,
   jsonable,
+  sameValue,
   PermissionDenied,
   saveObject,
   ValidationFailed,
@@ -80,24 +80,6 @@ export const PENDING_MESSAGE = 'This record has a change waiting for approval; i
 
 export async function findPolicy(db: Knex | Knex.Transaction, contentType: string, operation: ApprovalOperation): Promise<PolicyRow | null> {
   return ((await db('approval_policies').where({ content_type: contentType, operation, active: true }).first()) as PolicyRow | undefined) ?? null;
-}
-
-/** Django's empty values: a full web form sends '' for a field the record holds as null. */
-function isEmpty(value: unknown): boolean {
-  return value === null || value === undefined || value === '' || (Array.isArray(value) && value.length === 0);
-}
-
-function sameValue(a: unknown, b: unknown): boolean {
-  if (isEmpty(a) && isEmpty(b)) return true;
-  const left = comparable(a);
-  const right = comparable(b);
-  if (typeof left === 'string' && typeof right === 'string' && /^-?\d+(\.\d+)?$/.test(left) && /^-?\d+(\.\d+)?$/.test(right)) return Number(left) === Number(right);
-  if (typeof left === 'string') {
-    const [l, r] = [Date.parse(String(left)), Date.parse(String(right))];
-    if (/T\d{2}:/.test(String(left)) && !Number.isNaN(l) && l === r) return true;
-  }
-  if (typeof left === 'string' && typeof right === 'number') return Number(left) === right;
-  return JSON.stringify(left) === JSON.stringify(right);
 }
 
 /** The typed diff of a write: each form field whose value would change, typed for display. */
@@ -336,7 +318,8 @@ export async function approvalBlock(app: { db: Knex; site: AdminSite }, principa
       model: request.content_type,
       title: target?.verboseName ?? request.content_type,
       pk: targetPk,
-      display: targetRow && target ? target.repr(targetRow) : request.object_repr,
+      // The stored repr names the record: only to those who may view its model.
+      display: target && !app.site.can(principal, target, 'view') ? `${target.verboseName} ${targetPk ?? ''}`.trim() : targetRow && target ? target.repr(targetRow) : request.object_repr,
       exists: Boolean(targetRow),
       related_model: target ? { app_label: target.appLabel, model: target.model } : null,
     },
@@ -407,11 +390,32 @@ export function registerApplier(operation: ApprovalOperation, applier: RequestAp
   appliers.set(operation, applier);
 }
 
+/**
+ * An approved request whose record changed since it was made (a merchant upsert, another write
+ * in between): applying its diff would overwrite the newer data, so it is refused instead.
+ */
+export class StaleRequest extends Error {
+  constructor(readonly fields: string[]) {
+    super(`The record changed since this request was made (${fields.join(', ')}): it was not applied; make the change again on the current record.`);
+  }
+}
+
+/** Throws StaleRequest when a field the diff remembers (`names`: the ones stored on `current`) no longer holds its old value. */
+export function refuseStale(diff: TypedDiff, current: Row, names: ReadonlySet<string>): void {
+  const stale = diff.fields.filter((entry) => names.has(entry.name) && !sameValue(entry.old, jsonable(current[entry.name]))).map((entry) => entry.label);
+  if (stale.length) throw new StaleRequest(stale);
+}
+
 function writeApplier(app: AppContext): RequestApplier {
   return async (trx, request, maker, checkers) => {
     const [appLabel, modelName] = request.content_type.split('.') as [string, string];
     const model = app.backoffice.site.get(appLabel, modelName);
     if (!model) throw new ApprovalStateError(`The model ${request.content_type} is no longer registered.`);
+    if (request.operation !== 'add' && request.object_id !== null) {
+      // Stored columns only: the diff remembers a column's old value (virtual fields and m2m links have none).
+      const stored = (await trx(model.table).where(model.pk, request.object_id).first()) as Row | undefined;
+      if (stored) refuseStale(request.diff, stored, new Set(model.columnTypes.keys()));
+    }
     const chain = { ...app.backoffice, db: trx as unknown as Knex };
     const origin: WriteOrigin = { channel: (request.payload.channel as WriteOrigin['channel']) ?? 'web', approval: { requestId: request.id, checkers } };
     if (request.operation === 'delete') await deleteObject(chain, model, maker, request.object_id!, origin);
@@ -469,7 +473,15 @@ export async function processRequest(app: AppContext, principal: Principal, requ
     const checkers = (await signaturesOf(trx, requestId)).filter((signature) => signature.action === 'approve').map((signature) => signature.username);
     // The request leaves pending first, so the write chain's pending check lets its own change through.
     await trx('approval_requests').where({ id: requestId }).update({ status: 'approved', processed_at: trx.fn.now() });
-    await (appliers.get(request.operation) ?? writeApplier(app))(trx, request, maker, checkers);
+    try {
+      await (appliers.get(request.operation) ?? writeApplier(app))(trx, request, maker, checkers);
+    } catch (error) {
+      // Refused before anything was written: the request closes with the reason, the maker is told.
+      if (!(error instanceof StaleRequest)) throw error;
+      await trx('approval_requests').where({ id: requestId }).update({ status: 'rejected', reason: error.message });
+      await notifyMaker(trx, requestId, 'rejected');
+      return { status: 'rejected', stage: request.stage, forwarded_to: null, applied: false, message: error.message };
+    }
     await notifyMaker(trx, requestId, 'approved');
     return { status: 'approved', stage: request.stage, forwarded_to: null, applied: true, message: 'Request approved and applied.' };
   });

@@ -279,8 +279,22 @@ export async function listRows(
   };
   const { rows, total, estimate } = await pageAndTotal(db, model, filtered, page, pageOfKeys, orderings, pageSize, (pageNumber - 1) * pageSize);
   const pages = Math.max(1, Math.ceil(total / pageSize));
+  hideUnviewableJoins(site, model, principal, rows);
   const links = await annotateRows(site, db, model, principal, rows);
   return { rows, links, total, totalIsEstimate: estimate, page: pageNumber, pageSize, pages };
+}
+
+/**
+ * Blanks the joined columns (`customer_id__customer_ref`) of related models the viewer may not
+ * view: a case list names its customers only to those who may view customers.
+ */
+function hideUnviewableJoins(site: AdminSite, model: BoundModel, principal: Principal, rows: Row[]): void {
+  const hidden = model.columns
+    .filter((column) => !model.columnTypes.has(column.name) && column.name.includes('__'))
+    .filter((column) => !site.can(principal, site.models.get(model.fields![column.name.split('__')[0]!]!.related!)!, 'view'))
+    .map((column) => column.name);
+  if (!hidden.length) return;
+  for (const row of rows) for (const name of hidden) row[name] = null;
 }
 
 /** Merges the registration's per-viewer values into the page's rows (in place) and answers their card links. */
@@ -384,7 +398,7 @@ export function validPk(model: BoundModel, pk: string): boolean {
  * read-only fields may name a column of a registered fk target, as list columns do), with their
  * values: one query per relation, never one per name. A relation that is empty gives nulls.
  */
-export async function joinedValues(site: AdminSite, db: Knex, model: BoundModel, row: Row): Promise<Row> {
+export async function joinedValues(site: AdminSite, db: Knex, model: BoundModel, row: Row, principal: Principal): Promise<Row> {
   const names = new Set([...(model.fieldsets ?? []).flatMap((fieldset) => fieldset.fields), ...(model.readonly ?? [])].filter((name) => name.includes('__')));
   const byRelation = new Map<string, string[]>();
   for (const name of names) {
@@ -396,6 +410,11 @@ export async function joinedValues(site: AdminSite, db: Knex, model: BoundModel,
     [...byRelation].map(async ([relation, columns]) => {
       const target = site.models.get(model.fields![relation]!.related!)!;
       const key = row[relation];
+      // A column of a model the viewer may not view is not read for them.
+      if (!site.can(principal, target, 'view')) {
+        for (const column of columns) values[`${relation}__${column}`] = null;
+        return;
+      }
       const found = key === null || key === undefined || !validPk(target, String(key)) ? undefined : ((await db(target.table).where(target.pk, key).first(columns)) as Row | undefined);
       for (const column of columns) values[`${relation}__${column}`] = found?.[column] ?? null;
     }),

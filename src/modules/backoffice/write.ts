@@ -16,29 +16,63 @@ import { formatTimestamp } from '../mobile/dates.ts';
 
 export type Message = { level: 'info' | 'success' | 'warning' | 'error'; message: string };
 
-export class ValidationFailed extends Error {
+/**
+ * What the write chain and the access checks refuse with: each error carries its HTTP status and
+ * stable reason, so every face (web, mobile, MCP, CLI) maps it once (access.ts httpErrorOf).
+ */
+export abstract class ChainError extends Error {
+  abstract readonly status: number;
+  abstract readonly reason: string;
+  /** Fields the envelope's data adds. */
+  data(): Record<string, unknown> {
+    return { messages: [{ level: 'error', message: this.message }] };
+  }
+}
+
+export class ValidationFailed extends ChainError {
+  readonly status = 400;
+  readonly reason = 'validation_failed';
   constructor(
     readonly errors: FieldErrors,
     readonly warnings: string[] = [],
   ) {
     super('Validation failed.');
   }
-}
-
-export class PermissionDenied extends Error {
-  constructor(message = 'You do not have permission to perform this action.') {
-    super(message);
+  override data(): Record<string, unknown> {
+    return { errors: this.errors, warnings: this.warnings };
   }
 }
 
-export class ObjectNotFound extends Error {
+export class PermissionDenied extends ChainError {
+  readonly status = 403;
+  readonly reason = 'permission_denied';
+  constructor(message = 'You do not have permission to perform this action.') {
+    super(message);
+  }
+  override data(): Record<string, unknown> {
+    return {};
+  }
+}
+
+export class ObjectNotFound extends ChainError {
+  readonly status = 404;
+  readonly reason = 'not_found';
   constructor(model: BoundModel, pk: string) {
     super(`${model.verboseName} with pk ${pk.slice(0, 100)} does not exist.`);
+  }
+  override data(): Record<string, unknown> {
+    return {};
   }
 }
 
 /** A change while another one waits for approval on the same record. */
-export class PendingApprovalConflict extends Error {}
+export class PendingApprovalConflict extends ChainError {
+  readonly status = 409;
+  readonly reason = 'pending_approval';
+  override data(): Record<string, unknown> {
+    return { ...super.data(), pending_approval: true };
+  }
+}
 
 export type WriteOperation = 'add' | 'change' | 'delete';
 
@@ -113,14 +147,29 @@ export function comparable(value: unknown): unknown {
   return value ?? null;
 }
 
-function sameValue(a: unknown, b: unknown): boolean {
+/** Django's empty values: a full web form sends '' for a field the record holds as null. */
+function isEmpty(value: unknown): boolean {
+  return value === null || value === undefined || value === '' || (Array.isArray(value) && value.length === 0);
+}
+
+/**
+ * Whether a stored value and a written (or remembered) one are the same, for the audit diff, the
+ * approval diff and the stale check of an approved change alike: empty values are equal, decimals
+ * by number ("10.00" is 10), times by instant.
+ */
+export function sameValue(a: unknown, b: unknown): boolean {
+  if (isEmpty(a) && isEmpty(b)) return true;
   const left = comparable(a);
   const right = comparable(b);
   if (typeof left === 'object' || typeof right === 'object') return JSON.stringify(left) === JSON.stringify(right);
   if (typeof left === 'string' && typeof right === 'number') return Number(left) === right;
+  if (typeof left === 'number' && typeof right === 'string') return left === Number(right);
   // decimals come back from PostgreSQL as strings with their scale: 10 and "10.00" are equal
   if (typeof left === 'string' && typeof right === 'string' && /^-?\d+(\.\d+)?$/.test(left) && /^-?\d+(\.\d+)?$/.test(right)) return Number(left) === Number(right);
-  if (typeof left === 'string' && typeof right === 'string' && !Number.isNaN(Date.parse(left)) && /T\d{2}:/.test(right)) return Date.parse(left) === Date.parse(right);
+  if (typeof left === 'string' && typeof right === 'string' && (/T\d{2}:/.test(left) || /T\d{2}:/.test(right))) {
+    const [l, r] = [Date.parse(left), Date.parse(right)];
+    if (!Number.isNaN(l) && l === r) return true;
+  }
   return left === right;
 }
 

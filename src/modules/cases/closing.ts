@@ -3,7 +3,8 @@ import type { Knex } from 'knex';
 import type { AppContext } from '../../context.ts';
 import type { Row } from '../backoffice/registry.ts';
 import type { Principal } from '../staff/principal.ts';
-import { applyDecision } from './decisions.ts';
+import { ValidationFailed } from '../backoffice/write.ts';
+import { applyDecision, clearDecision } from './decisions.ts';
 
 /** What closing a case needs beyond the write chain's transaction: set once by the composition root. */
 let caseWork: Pick<AppContext, 'backoffice' | 'jobs'> | null = null;
@@ -22,26 +23,51 @@ const TARGET_MODELS: Readonly<Record<string, string>> = {
  * and with a clear decision every alerted transaction gets one compliance decision, all of them
  * sharing one batch_id. The case row is locked by the write chain, so a second closing racing this
  * one finds the case closed and writes nothing.
+ *
+ * Each of those decisions passes the same check as a decision made on the record's own page
+ * (clearDecision): the closer needs the decision permission, no approval may be pending on any
+ * alerted record, and where a decision policy covers one of them the closure is refused with the
+ * reason (the officer decides those records one by one, each through its approval, then closes
+ * the case without a clear decision): a closure never writes a decision a policy holds back.
  */
 export async function closeCase(trx: Knex.Transaction, caseRow: Row, cleaned: Row, principal: Principal): Promise<void> {
   await trx('alerts').where({ case_id: caseRow.id, status: 'open' }).update({ status: 'closed' });
   const decision = cleaned.clear_decision as 'ACCEPT' | 'REJECT' | null | undefined;
   if (!decision) return;
   if (!caseWork) throw new Error('case closure is not installed (installCaseClosure)');
+  const site = caseWork.backoffice.site;
   const alerted = (await trx('alerts')
     .where({ case_id: caseRow.id })
     .whereIn('target', Object.keys(TARGET_MODELS))
     .distinct('target', 'record_id')
     .orderBy('record_id')) as { target: string; record_id: string }[];
+  const cleared: { modelKey: string; pk: string }[] = [];
+  const covered = new Set<string>();
+  for (const alert of alerted) {
+    const modelKey = TARGET_MODELS[alert.target]!;
+    const model = site.models.get(modelKey)!;
+    const row = (await trx(model.table).where({ id: alert.record_id }).first()) as Row | undefined;
+    if (!row) continue;
+    // Every record is checked (permission, pending lock) before a covering policy refuses the whole.
+    const { policy } = await clearDecision(trx, site, principal, model, row);
+    if (policy) covered.add(model.verboseNamePlural);
+    cleared.push({ modelKey, pk: alert.record_id });
+  }
+  if (covered.size) {
+    throw new ValidationFailed({
+      clear_decision: [{
+        message: `An approval policy covers decisions on ${[...covered].join(' and ')}: decide the alerted records one by one (each goes to approval), then close the case without a clear decision.`,
+        code: 'approval_required',
+      }],
+    });
+  }
   const batchId = randomUUID();
   const score = cleaned.clear_score === undefined || cleaned.clear_score === null ? null : Number(cleaned.clear_score);
   const description = `Case closed: ${String(cleaned.rationale ?? '').trim()}`.slice(0, 10_000);
-  for (const alert of alerted) {
-    const exists = await trx(alert.target === 'financial' ? 'financial_transactions' : 'non_financial_events').where({ id: alert.record_id }).first('id');
-    if (!exists) continue;
+  for (const { modelKey, pk } of cleared) {
     await applyDecision(caseWork, trx, {
-      modelKey: TARGET_MODELS[alert.target]!,
-      pk: alert.record_id,
+      modelKey,
+      pk,
       input: { decision, score, description, document_description: '' },
       actor: principal,
       attachments: [],

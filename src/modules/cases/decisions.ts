@@ -7,7 +7,8 @@ import { getRow } from '../backoffice/query.ts';
 import type { BoundModel, Row } from '../backoffice/registry.ts';
 import { ObjectNotFound, PermissionDenied, ValidationFailed, type WriteOrigin } from '../backoffice/write.ts';
 import type { Principal } from '../staff/principal.ts';
-import { findPolicy, openRequest, pendingRequestFor, PENDING_MESSAGE, registerApplier, type RequestRow } from '../approvals/service.ts';
+import { findPolicy, openRequest, pendingRequestFor, PENDING_MESSAGE, refuseStale, registerApplier, type PolicyRow, type RequestRow } from '../approvals/service.ts';
+import type { AdminSite } from '../backoffice/site.ts';
 import { PendingApprovalConflict } from '../backoffice/write.ts';
 import { checkForm, requiredText } from '../../validation/form.ts';
 import { MAX_ATTACHMENTS, type StoredAttachment } from './attachments.ts';
@@ -70,12 +71,19 @@ export function cleanDecision(body: Record<string, unknown>): DecisionInput {
 }
 
 /** Change permission on the target plus engine.add_compliancedecision (the model itself is view-only for everyone). */
-export function mayDecide(principal: Principal, model: BoundModel): boolean {
+export function mayDecide(principal: Principal, model: Pick<BoundModel, 'appLabel' | 'model'>): boolean {
   return principal.has(permissionFor(model, 'change')) && principal.has('engine.add_compliancedecision');
 }
 
+/** The registered model of each record table a decision can rule on. */
+const RULED_MODELS: Readonly<Record<string, string>> = {
+  customer: 'customer.customer',
+  financial: 'transaction.financialevent',
+  non_financial: 'transaction.nonfinancialevent',
+};
+
 /** The record a decision on this target rules on: the event itself, or the record an execution log scored. */
-async function ruledRecord(db: Knex | Knex.Transaction, model: BoundModel, row: Row, forUpdate = false): Promise<{ table: string; target: string; row: Row } | null> {
+async function ruledRecord(db: Knex | Knex.Transaction, model: BoundModel, row: Row, forUpdate = false): Promise<{ table: string; target: string; modelKey: string; row: Row } | null> {
   const target = model.table === 'execution_logs' ? String(row.target) : TABLE_TARGETS[model.table];
   const table = target ? RECORD_TABLES[target] : undefined;
   if (!table || !target) return null;
@@ -83,7 +91,53 @@ async function ruledRecord(db: Knex | Knex.Transaction, model: BoundModel, row: 
   const query = db(table).where({ id }).first();
   if (forUpdate) query.forUpdate();
   const record = (await query) as Row | undefined;
-  return record ? { table, target, row: record } : null;
+  return record ? { table, target, modelKey: RULED_MODELS[target]!, row: record } : null;
+}
+
+/** What a decision may do once authorised: be written now, or wait for the approval the policy asks. */
+export interface DecisionClearance {
+  /** The policy that covers the decision (the door's model's, else the ruled record's), or null. */
+  policy: PolicyRow | null;
+  ruled: Awaited<ReturnType<typeof ruledRecord>>;
+}
+
+/**
+ * The one check of a decision's effect, whatever door it came through (the record's page, its
+ * execution log, a case closure, the assistant, the mobile API): the decision permission on the
+ * door's model and on the record it rules on, no approval pending on either, and the decision
+ * policy of either. A decision posted on an execution log changes the transaction it scored, so
+ * the transaction's policy and pending lock hold there as well. Throws PermissionDenied or
+ * PendingApprovalConflict; the caller decides what a covering policy means for its door.
+ */
+export async function clearDecision(trx: Knex.Transaction, site: AdminSite, principal: Principal, model: BoundModel, row: Row): Promise<DecisionClearance> {
+  if (!mayDecide(principal, model)) throw new PermissionDenied();
+  // Locked: decisions on one record through two doors are serialised, so both see each other's request.
+  const ruled = await ruledRecord(trx, model, row, true);
+  const ruledModel = ruled && ruled.modelKey !== model.key ? site.models.get(ruled.modelKey) : undefined;
+  if (ruledModel && !mayDecide(principal, ruledModel)) throw new PermissionDenied(`A decision here changes the ${ruledModel.verboseName} it rules on: you need the decision permission on ${ruledModel.verboseNamePlural} too.`);
+  if ((await pendingRequestFor(trx, model.key, String(row[model.pk]))) || (ruled && (await pendingDecisionOn(trx, ruled)))) throw new PendingApprovalConflict(PENDING_MESSAGE);
+  const policy = (await findPolicy(trx, model.key, 'decision')) ?? (ruled && ruled.modelKey !== model.key ? await findPolicy(trx, ruled.modelKey, 'decision') : null);
+  return { policy, ruled };
+}
+
+/**
+ * Whether a request waits on the ruled record through any door: on the record itself, or on one of
+ * the execution logs that scored it (pending requests are few; each log is read by its key).
+ */
+async function pendingDecisionOn(trx: Knex.Transaction, ruled: NonNullable<Awaited<ReturnType<typeof ruledRecord>>>): Promise<boolean> {
+  const found = await trx('approval_requests as r')
+    .where('r.status', 'pending')
+    .where((clause) =>
+      clause
+        .where({ 'r.content_type': ruled.modelKey, 'r.object_id': String(ruled.row.id) })
+        .orWhere((logs) =>
+          logs.where('r.content_type', 'engine.executionlog').whereExists((exists) =>
+            exists.select(trx.raw('1')).from('execution_logs as l').whereRaw('l.id::text = r.object_id').where({ 'l.record_id': ruled.row.id, 'l.target': ruled.target }),
+          ),
+        ),
+    )
+    .first('r.id');
+  return found !== undefined;
 }
 
 export interface DecisionResult {
@@ -206,10 +260,8 @@ export async function submitDecision(
   return app.db.transaction(async (trx) => {
     const row = await getRow(trx, model, principal, pk, true);
     if (!row) throw new ObjectNotFound(model, pk);
-    if (await pendingRequestFor(trx, model.key, pk)) throw new PendingApprovalConflict(PENDING_MESSAGE);
-    const policy = await findPolicy(trx, model.key, 'decision');
+    const { policy, ruled } = await clearDecision(trx, app.backoffice.site, principal, model, row);
     if (policy) {
-      const ruled = await ruledRecord(trx, model, row);
       const current = ruled?.row ?? row;
       const requestId = await openRequest(trx, {
         policy,
@@ -240,6 +292,12 @@ export async function submitDecision(
 /** Approved decision requests are applied here, as the maker, with the request's files. */
 export function installDecisionApplier(app: AppContext): void {
   registerApplier('decision', async (trx, request: RequestRow, maker, checkers) => {
+    // The ruling was asked against the record's decision and score then: a newer score (a merchant
+    // upsert re-scored it) or decision refuses the request rather than overwrite them.
+    const [appLabel, modelName] = request.content_type.split('.') as [string, string];
+    const model = app.backoffice.site.get(appLabel, modelName);
+    const target = model ? ((await trx(model.table).where(model.pk, request.object_id!).first()) as Row | undefined) : undefined;
+    if (model && target) refuseStale(request.diff, (await ruledRecord(trx, model, target))?.row ?? target, new Set(['decision', 'score']));
     await applyDecision(app, trx, {
       modelKey: request.content_type,
       pk: request.object_id!,

@@ -190,8 +190,12 @@ export async function decisionsByDay(db: Knex, now: Date) {
   };
 }
 
-/** The customers with the largest amount over the 30 UTC days ending today, per currency (amounts are never added across currencies). */
-export async function highVolumeCustomers(db: Knex, now: Date) {
+/**
+ * The customers with the largest amount over the 30 UTC days ending today, per currency (amounts
+ * are never added across currencies). `nameCustomers`: whether the viewer may view customers;
+ * without it the rows carry the amounts only, never who the customer is.
+ */
+export async function highVolumeCustomers(db: Knex, now: Date, nameCustomers: boolean) {
   const [closed, todayRows] = await Promise.all([
     closedDaysOf(db, now),
     db.raw(
@@ -213,7 +217,7 @@ export async function highVolumeCustomers(db: Knex, now: Date) {
   }
   const top = [...totals.values()].sort((a, b) => b.amount.comparedTo(a.amount)).slice(0, TOP_CUSTOMERS);
   const customers = (await db('customers')
-    .whereIn('id', top.map((entry) => entry.customerId))
+    .whereIn('id', nameCustomers ? top.map((entry) => entry.customerId) : [])
     .select('id', 'customer_ref', 'decision', db.raw("coalesce(nullif(concat_ws(' ', first_name, last_name), ''), company_name, '') as name"))) as {
     id: string;
     customer_ref: string;
@@ -230,7 +234,7 @@ export async function highVolumeCustomers(db: Knex, now: Date) {
       currency: entry.currency,
       amount: entry.amount.toFixed(2),
       transactions: entry.transactions,
-      target: { model: 'customer.customer', pk: entry.customerId },
+      target: nameCustomers ? { model: 'customer.customer', pk: entry.customerId } : null,
     })),
   };
 }

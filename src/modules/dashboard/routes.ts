@@ -9,6 +9,7 @@ import { authenticateCaller } from '../mobile/identity.ts';
 import { acceptOnly, documentRoutes } from '../mobile/parameters.ts';
 import { createIdentity, type MobileState } from '../mobile/guard.ts';
 import type { Principal } from '../staff/principal.ts';
+import { mayName } from '../backoffice/access.ts';
 import { agentSummary, card, CARDS, decisionsByDay, highVolumeCustomers, lobby } from './blocks.ts';
 import { endCall, offerCalls, SESSION_MODEL, takeCall } from './videocall.ts';
 
@@ -60,7 +61,7 @@ export function registerDashboardRoutes(router: Router, app: AppContext, authent
   router.get(path('dashboard/high-volume-customers/'), authenticated, async (ctx) => {
     acceptOnly(ctx, []);
     requireBlock(ctx, BLOCK_MODELS.highVolume, 'high-volume customers');
-    respond(ctx, 'High-volume customers.', await highVolumeCustomers(app.db, now()));
+    respond(ctx, 'High-volume customers.', await highVolumeCustomers(app.db, now(), mayName(site(), principalOf(ctx), 'customer.customer')));
   });
 
   router.get(path('dashboard/lobby/'), authenticated, async (ctx) => {

@@ -7,6 +7,7 @@ import { respond } from '../../http/envelope.ts';
 import { BadRequestError, ForbiddenError, HttpError, MethodNotAllowedError } from '../../http/errors.ts';
 import { readJsonObject } from '../../http/json-body.ts';
 import { z } from '../../http/openapi.ts';
+import { httpErrorOf } from '../backoffice/access.ts';
 import { relationOptions } from '../backoffice/autocomplete.ts';
 import {
   filterParameters,
@@ -71,14 +72,10 @@ function requireView(site: AdminSite, principal: Principal, model: BoundModel): 
   if (!site.can(principal, model, 'view')) throw new ForbiddenError(`You do not have permission to view ${model.verboseNamePlural}.`, 'permission_denied');
 }
 
-/** The registry's errors as the spec's answers. */
+/** The registry's errors as the spec's answers (the access core maps them, once for every face). */
 function chainError(error: unknown): never {
-  if (error instanceof ValidationFailed) throw new BadRequestError('Validation failed.', 'validation_failed', { errors: error.errors, warnings: error.warnings });
-  if (error instanceof PermissionDenied) throw new ForbiddenError(error.message, 'permission_denied');
-  if (error instanceof ObjectNotFound) throw new HttpError(404, error.message, 'not_found');
-  if (error instanceof PendingApprovalConflict) {
-    throw new HttpError(409, error.message, 'pending_approval', { messages: [{ level: 'error', message: error.message }], pending_approval: true });
-  }
+  const mapped = httpErrorOf(error);
+  if (mapped !== error) throw mapped;
   return queryError(error);
 }
 
@@ -188,9 +185,11 @@ function relationTarget(site: AdminSite, field: ResolvedField, row: Row): BoundM
 }
 
 /** The repr of each related record a detail shows: one query per relation field, never per value. */
-async function relatedReprs(site: AdminSite, db: Knex, model: BoundModel, row: Row): Promise<Map<string, Map<string, string>>> {
+async function relatedReprs(site: AdminSite, db: Knex, principal: Principal, model: BoundModel, row: Row): Promise<Map<string, Map<string, string>>> {
   const lookups = model.formFields.flatMap((field) => {
     const target = field.declaration.hidden ? undefined : relationTarget(site, field, row);
+    // A record of a model the viewer may not view is not named (its key stays the display).
+    if (target && !site.can(principal, target, 'view')) return [];
     if (!target) return [];
     const raw = row[field.name];
     const values = (Array.isArray(raw) ? raw : raw === null || raw === undefined ? [] : [raw]).map(String).filter((value) => validPk(target, value));
@@ -209,13 +208,13 @@ export async function recordDetail(site: AdminSite, db: Knex, principal: Princip
   const pk = String(stored[model.pk]);
   const [relations, joined, blocks, inlines] = await Promise.all([
     loadRelations(db, model, pk),
-    joinedValues(site, db, model, stored),
+    joinedValues(site, db, model, stored, principal),
     detailBlocks(db, site, model, stored, principal),
     includeInlines ? inlineBlocks(site, db, model, principal, stored) : undefined,
   ]);
   const row = { ...stored, ...relations };
   const perms = objectPerms(site, principal, model, row);
-  const reprs = await relatedReprs(site, db, model, row);
+  const reprs = await relatedReprs(site, db, principal, model, row);
   const fields: Record<string, unknown> = {};
   for (const field of model.formFields) {
     if (field.declaration.hidden) continue;

@@ -1,13 +1,16 @@
+import type { Knex } from 'knex';
 import type { FieldErrors, ModelRegistration, Row } from '../backoffice/registry.ts';
+import { ValidationFailed } from '../backoffice/write.ts';
 import { hashPassword, validatePassword } from './passwords.ts';
 import { LANGUAGES, TIMEZONE_SET } from './preferences.ts';
 import type { Principal } from './principal.ts';
 import { USERNAME, USERNAME_RULE } from './service.ts';
 
 /** A user may hand out only what they hold themselves: no privilege escalation through the back office. */
-function escalation(cleaned: Row, principal: Principal): FieldErrors | undefined {
+function escalation(cleaned: Row, principal: Principal, before: Row | null = null): FieldErrors | undefined {
   if (principal.user.is_superuser) return undefined;
   if (cleaned.is_superuser === true) return { is_superuser: [{ message: 'Only a superuser can make another user a superuser.', code: 'forbidden' }] };
+  if (cleaned.is_superuser === false && before?.is_superuser === true) return { is_superuser: [{ message: 'Only a superuser can demote a superuser.', code: 'forbidden' }] };
   const codenames = (cleaned.user_permissions ?? cleaned.permissions ?? []) as string[];
   const beyond = codenames.filter((codename) => !principal.has(codename));
   if (beyond.length) {
@@ -15,6 +18,37 @@ function escalation(cleaned: Row, principal: Principal): FieldErrors | undefined
     return { [field]: [{ message: `You cannot grant permissions you do not hold: ${beyond.slice(0, 5).join(', ')}.`, code: 'forbidden' }] };
   }
   return undefined;
+}
+
+/**
+ * Groups carry permissions: a user who is not a superuser may put someone (themselves included)
+ * into a group only when they hold every permission it grants. Checked in the write's transaction,
+ * against the groups the record is not already in.
+ */
+async function groupEscalation(trx: Knex.Transaction, principal: Principal, userId: string | null, cleaned: Row): Promise<void> {
+  if (principal.user.is_superuser || !Array.isArray(cleaned.groups) || !cleaned.groups.length) return;
+  const current = userId ? ((await trx('staff_user_groups').where({ user_id: userId }).pluck('group_id')) as number[]).map(String) : [];
+  const joining = (cleaned.groups as unknown[]).map(String).filter((group) => !current.includes(group));
+  if (!joining.length) return;
+  const granted = (await trx('staff_group_permissions as gp')
+    .join('staff_groups as g', 'g.id', 'gp.group_id')
+    .whereIn('gp.group_id', joining.map(Number))
+    .select('g.name', 'gp.codename')) as { name: string; codename: string }[];
+  const beyond = granted.filter((grant) => !principal.has(grant.codename));
+  if (beyond.length) {
+    const groups = [...new Set(beyond.map((grant) => grant.name))];
+    throw new ValidationFailed({
+      groups: [{ message: `You cannot add a user to a group that grants permissions you do not hold: ${groups.slice(0, 5).join(', ')}.`, code: 'forbidden' }],
+    });
+  }
+}
+
+/** An installation keeps one active superuser: the last one cannot be deactivated, demoted or deleted. */
+async function keepsASuperuser(trx: Knex.Transaction, before: Row, values: Row | null): Promise<void> {
+  if (!before.is_superuser || !before.is_active) return;
+  if (values && values.is_active !== false && values.is_superuser !== false) return;
+  const others = await trx('staff_users').where({ is_superuser: true, is_active: true }).whereNot({ id: before.id }).first('id');
+  if (!others) throw new ValidationFailed({ __all__: [{ message: 'This is the last active superuser: make another user a superuser first.', code: 'last_superuser' }] });
 }
 
 export const userAdmin: ModelRegistration = {
@@ -58,6 +92,9 @@ export const userAdmin: ModelRegistration = {
     { title: 'Important dates', fields: ['last_login', 'date_joined'] },
   ],
   readonly: ['last_login', 'date_joined'],
+  // A superuser's account is changed or deleted by superusers only: whoever else may change users
+  // could otherwise demote or deactivate every superuser.
+  objectPermission: (principal, operation, row) => operation === 'view' || principal.user.is_superuser || !row.is_superuser,
   hooks: {
     clean(cleaned, before, principal) {
       const errors: FieldErrors = {};
@@ -72,9 +109,11 @@ export const userAdmin: ModelRegistration = {
         const problems = validatePassword(cleaned.password, attributes);
         if (problems.length) errors.password = problems;
       }
-      return Object.keys(errors).length ? errors : escalation(cleaned, principal);
+      return Object.keys(errors).length ? errors : escalation(cleaned, principal, before);
     },
-    async beforeSave({ values, cleaned, before }) {
+    async beforeSave({ trx, values, cleaned, before, principal }) {
+      await groupEscalation(trx, principal, before ? String(before.id) : null, cleaned);
+      if (before) await keepsASuperuser(trx, before, values);
       if (!before) values.password_hash = await hashPassword(String(cleaned.password));
       // A deactivated user's web sessions end with it; the device checks refuse its tokens.
       if (before && values.is_active === false) values.password_changed_at = new Date();

@@ -3,6 +3,7 @@ import type { ComponentChildren } from 'preact';
 import type { AppContext } from '../../../context.ts';
 import { label } from '../declare.ts';
 import { writableFields } from '../forms.ts';
+import { reprFor } from '../access.ts';
 import { getRow, inlineBlocks, joinedValues, nameLabel, scopedQuery, validPk, type InlineBlock } from '../query.ts';
 import type { BoundModel, FieldErrors, ResolvedField, Row } from '../registry.ts';
 import { deleteObject, loadRelations, ObjectNotFound, PendingApprovalConflict, PermissionDenied, saveObject, ValidationFailed } from '../write.ts';
@@ -106,7 +107,7 @@ async function relatedOptions(app: AppContext, model: BoundModel, ctx: Context, 
         .select(columns)
         .orderBy(`t.${ordering.replace(/^-/, '')}`, ordering.startsWith('-') ? 'desc' : 'asc')
         .limit(SMALL_TARGET + 1)) as Row[];
-      if (rows.length <= SMALL_TARGET) options = rows.map((row) => ({ value: String(row[target.pk]), text: target.repr(row) }));
+      if (rows.length <= SMALL_TARGET) options = rows.map((row) => ({ value: String(row[target.pk]), text: reprFor(app.backoffice.site, state.principal, target, row) }));
       else if (app.backoffice.site.can(state.principal, target, 'view')) {
         search = { url: modelUrl(model, `autocomplete/?field=${encodeURIComponent(field.name)}`), listUrl: modelUrl(target) };
       }
@@ -114,7 +115,7 @@ async function relatedOptions(app: AppContext, model: BoundModel, ctx: Context, 
     const current = new Map<string, string>();
     if (wanted.length) {
       const rows = (await app.db(`${target.table} as t`).select(columns).whereIn(`t.${target.pk}`, wanted)) as Row[];
-      for (const row of rows) current.set(String(row[target.pk]), target.repr(row));
+      for (const row of rows) current.set(String(row[target.pk]), reprFor(app.backoffice.site, state.principal, target, row));
     }
     result.set(field.name, { options, current, search });
   }
@@ -480,7 +481,7 @@ export async function renderObjectPage(ctx: Context, app: AppContext, model: Bou
     row = (await getRow(app.db, model, principal, pk)) ?? null;
     if (!row) notFound(model, pk);
     if (!options.ownPage && model.objectPermission && !model.objectPermission(principal, 'view', row)) forbidden();
-    row = { ...row, ...(await loadRelations(app.db, model, pk)), ...(await joinedValues(site, app.db, model, row)) };
+    row = { ...row, ...(await loadRelations(app.db, model, pk)), ...(await joinedValues(site, app.db, model, row, principal)) };
     editable = site.can(principal, model, 'change') && (!model.objectPermission || model.objectPermission(principal, 'change', row));
   }
   const values = { ...initialValues(model, row, principal.user), ...options.submitted };
