@@ -58,3 +58,18 @@ export class RequestAbortedError extends HttpError {
     super(400, 'The request body was not received completely: the client closed the connection.', 'request_aborted');
   }
 }
+
+/**
+ * 429: a limit of the caller's (login throttle, queued jobs) is reached. The one place that answers
+ * errors sets Retry-After from it, whatever route raised it; `data.retry_after` says the same.
+ */
+export class TooManyRequestsError extends HttpError {
+  constructor(
+    message: string,
+    reason: string,
+    readonly retryAfterSeconds: number,
+    data: Record<string, unknown> = {},
+  ) {
+    super(429, message, reason, { ...data, retry_after: retryAfterSeconds });
+  }
+}

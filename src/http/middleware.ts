@@ -3,7 +3,7 @@ import type { Context, Next } from 'koa';
 import type { AppContext } from '../context.ts';
 import { createClientIpResolver } from './client-ip.ts';
 import { envelope } from './envelope.ts';
-import { HttpError } from './errors.ts';
+import { HttpError, TooManyRequestsError } from './errors.ts';
 import type { RequestState } from './state.ts';
 
 const REQUEST_ID = /^[\w.:-]{1,128}$/;
@@ -48,6 +48,7 @@ function renderError(ctx: Context, error: unknown, state: RequestState): void {
   if (error instanceof HttpError) {
     state.log.info({ status: error.status, reason: error.reason }, error.message);
     ctx.status = error.status;
+    if (error instanceof TooManyRequestsError) ctx.set('Retry-After', String(error.retryAfterSeconds));
     ctx.body = envelope(false, error.message, { ...(error.reason ? { reason: error.reason } : {}), ...error.data });
     return;
   }

@@ -5,6 +5,7 @@ import { HttpError } from '../../http/errors.ts';
 import { z } from '../../http/openapi.ts';
 import { choiceOf, validateForm, type FieldErrors } from '../../validation/form.ts';
 import { permissionCodenames } from '../backoffice/registrations.ts';
+import { throttledPasswordChange } from '../backoffice/web/throttle.ts';
 import { LANGUAGE_CODES, LANGUAGES, TIMEZONE_SET, TIMEZONES } from '../staff/preferences.ts';
 import { changePassword } from '../staff/service.ts';
 import { loadPrincipal, type Principal } from '../staff/principal.ts';
@@ -198,7 +199,9 @@ export async function setVideoCallAvailability(identity: Identity, caller: Mobil
 
 /**
  * POST me/password/: the web's password change form and validators. The device's session stays
- * (tokens are bound to the device, not the password); the user's web sessions end.
+ * (tokens are bound to the device, not the password); the user's web sessions end. The old password
+ * is a login guess: it counts in the user's login throttle, and once that trips the change answers
+ * 429 rate_limited (LoginThrottledError, with retry_after) until the window passes.
  */
 export async function changeOwnPassword(
   identity: Identity,
@@ -207,7 +210,9 @@ export async function changeOwnPassword(
 ): Promise<{ ok: true; principal: Principal } | { ok: false; errors: FieldErrors }> {
   const userId = caller.principal.user.id;
   const form = validateForm(PASSWORD_FORM, body);
-  const result = await changePassword(identity.db, userId, form, { actor: { type: 'staff', id: userId } });
+  const result = await throttledPasswordChange(identity.db, caller.principal.user.username, () =>
+    changePassword(identity.db, userId, form, { actor: { type: 'staff', id: userId } }),
+  );
   if (!result.ok) return result;
   return { ok: true, principal: await reload(identity, userId) };
 }

@@ -9,12 +9,13 @@ import { renderObjectPage, submitObjectForm } from './changeform.tsx';
 import { formatDateTime, type DatePreferences } from './format.ts';
 import { CsrfField } from './layout.tsx';
 import { addMessage } from './session.ts';
+import { LoginThrottledError, throttledPasswordChange } from './throttle.ts';
 
 /**
  * The signed-in user's own page, /admin/auth/user/<own id>/change/: any staff user may open it,
  * auth permissions or not (read-only without them). Below the record: the password change form
- * (the other web sessions end, this one stays) and the mobile pairing QR code, issued on request
- * and shown only here, once, as a data: PNG.
+ * (the other web sessions end, this one stays; its old password counts in the login throttle) and
+ * the mobile pairing QR code, issued on request and shown only here, once, as a data: PNG.
  */
 
 const USER_APP = 'auth';
@@ -35,10 +36,12 @@ function ownUrl(userId: string, suffix: string): string {
   return modelUrl({ appLabel: USER_APP, model: USER_MODEL }, `${encodeURIComponent(userId)}/${suffix}`);
 }
 
-function AccountSections({ userId, csrfToken, preferences, passwordErrors, pairing, pairingError }: {
+function AccountSections({ userId, csrfToken, preferences, passwordError, passwordErrors, pairing, pairingError }: {
   userId: string;
   csrfToken: string;
   preferences: DatePreferences;
+  /** The form as a whole refused (the login throttle tripped). */
+  passwordError?: string;
   passwordErrors?: FieldErrors;
   pairing?: Pairing;
   pairingError?: string;
@@ -65,6 +68,11 @@ function AccountSections({ userId, csrfToken, preferences, passwordErrors, pairi
       <section class="panel" id="password">
         <h2>Change password</h2>
         <p class="help">At least 12 characters, not a common password, not only digits, not too similar to your name or email. Your other web sessions end; this one stays signed in.</p>
+        {passwordError && (
+          <p class="errornote" role="alert">
+            {passwordError}
+          </p>
+        )}
         <form method="post" action={ownUrl(userId, 'password/#password')}>
           <CsrfField token={csrfToken} />
           {passwordField('old_password', 'Old password', 'current-password')}
@@ -128,17 +136,28 @@ export async function postPassword(ctx: Context, app: AppContext): Promise<void>
   ownOnly(ctx);
   const state = adminState(ctx);
   const form = state.form!;
-  const result = await changePassword(
-    app.db,
-    state.principal.user.id,
-    { old_password: form.get('old_password') ?? '', new_password1: form.get('new_password1') ?? '', new_password2: form.get('new_password2') ?? '' },
-    { actor: { type: 'staff', id: state.principal.user.id }, keepSessionHash: state.session.idHash },
-  );
+  const { id, username } = state.principal.user;
+  let result;
+  try {
+    result = await throttledPasswordChange(app.db, username, () =>
+      changePassword(
+        app.db,
+        id,
+        { old_password: form.get('old_password') ?? '', new_password1: form.get('new_password1') ?? '', new_password2: form.get('new_password2') ?? '' },
+        { actor: { type: 'staff', id }, keepSessionHash: state.session.idHash },
+      ),
+    );
+  } catch (caught) {
+    if (!(caught instanceof LoginThrottledError)) throw caught;
+    // As the login page does when it trips: the form again, with the throttle's error and nothing about the password.
+    ctx.set('Retry-After', String(caught.retryAfterSeconds));
+    return renderObjectPage(ctx, app, userModel(app), id, { ownPage: true, status: 429, extras: sections(ctx, { passwordError: caught.message }) });
+  }
   if (result.ok) {
     await addMessage(app.db, state.session, { level: 'success', text: 'Your password was changed. Your other web sessions have ended.' });
-    return ctx.redirect(ownUrl(state.principal.user.id, 'change/'));
+    return ctx.redirect(ownUrl(id, 'change/'));
   }
-  await renderObjectPage(ctx, app, userModel(app), state.principal.user.id, { ownPage: true, status: 400, extras: sections(ctx, { passwordErrors: result.errors }) });
+  await renderObjectPage(ctx, app, userModel(app), id, { ownPage: true, status: 400, extras: sections(ctx, { passwordErrors: result.errors }) });
 }
 
 export async function postPairing(ctx: Context, app: AppContext): Promise<void> {

@@ -28,21 +28,29 @@ export function createHttpsDetector(trustedProxies: readonly string[]) {
   };
 }
 
+export const ADMIN_INDEX = '/admin/';
+// Where the browser resolves a Location header from: the login page, which is where `next` is followed.
+const LOGIN_URL = new URL('http://warden.invalid/admin/login/');
+
 /**
- * `next` if it is a path on this site (so a login link cannot send the user elsewhere), else
- * the fallback. Scheme-relative (`//host`), backslash tricks and control characters are refused.
+ * The one gate for every redirect to a user-supplied `next`: the path it names, normalised the way
+ * a browser resolves it, when that is a path inside the admin on this site; the admin index
+ * otherwise. Checking the text alone is not enough: `/.//evil.example` and
+ * `/admin/%2e%2e//evil.example` resolve to `//evil.example`, another host. So the text must be an
+ * absolute path without backslashes (browsers read them as `/`), whitespace or control characters
+ * (browsers drop tabs and newlines inside URLs), and the path it resolves to must start with
+ * /admin/; what is returned is that resolved path, never the text sent.
  */
-export function safeNextUrl(next: string | undefined | null, fallback = '/admin/'): string {
-  if (!next || !next.startsWith('/') || next.startsWith('//') || next.startsWith('/\\')) return fallback;
-  if (/[\u0000-\u001f\u007f\\]/.test(next)) return fallback;
+export function safeNextUrl(next: string | undefined | null): string {
+  if (!next || !next.startsWith('/') || /[\\\s\u0000-\u001f\u007f]/.test(next)) return ADMIN_INDEX;
+  let url: URL;
   try {
-    const base = 'http://warden.invalid';
-    const url = new URL(next, base);
-    if (url.origin !== base) return fallback;
-    return url.pathname + url.search + url.hash;
+    url = new URL(next, LOGIN_URL);
   } catch {
-    return fallback;
+    return ADMIN_INDEX;
   }
+  if (url.origin !== LOGIN_URL.origin || !url.pathname.startsWith(ADMIN_INDEX)) return ADMIN_INDEX;
+  return url.pathname + url.search + url.hash;
 }
 
 /** The origin the browser should name in Origin for a same-site request to this server. */

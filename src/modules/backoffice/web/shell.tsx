@@ -10,7 +10,7 @@ import { authenticate } from '../../staff/service.ts';
 import { CSRF_FIELD, CsrfField, ErrorPage, Layout, renderDocument, STATIC_FILES, type LayoutProps } from './layout.tsx';
 import { createHttpsDetector, expectedOrigin, safeNextUrl, SECURITY_HEADERS } from './security.ts';
 import { endSession, newToken, resolveSession, sameSecret, SESSION_COOKIE, startSession, takeMessages, type AdminSession } from './session.ts';
-import { createLoginThrottle } from './throttle.ts';
+import { loginThrottle, throttledMessage } from './throttle.ts';
 
 /**
  * The web admin's shell: security headers, sessions, CSRF, the login and logout pages, the
@@ -50,7 +50,7 @@ const STATIC = new Map(
 /** Registers the shell; call it before any other /admin/ route so its middleware runs first. */
 export function registerAdminShell(router: Router, app: AppContext): void {
   const isHttps = createHttpsDetector(app.config.trustedProxies);
-  const throttle = createLoginThrottle(app.db);
+  const throttle = loginThrottle(app.db);
 
   router.use('/admin', async (ctx: Context, next: Next) => {
     for (const [name, value] of Object.entries(SECURITY_HEADERS)) ctx.set(name, value);
@@ -123,13 +123,7 @@ export function registerAdminShell(router: Router, app: AppContext): void {
     const wait = await throttle.retryAfter(username, state.clientIp);
     if (wait > 0) {
       ctx.set('Retry-After', String(wait));
-      const minutes = Math.ceil(wait / 60);
-      return sendLoginPage(ctx, 429, {
-        next,
-        username,
-        csrfToken,
-        error: `Too many failed login attempts. Try again in ${minutes} minute${minutes === 1 ? '' : 's'}.`,
-      });
+      return sendLoginPage(ctx, 429, { next, username, csrfToken, error: throttledMessage(wait) });
     }
     const user = username && password ? await authenticate(app.db, username, password) : null;
     if (!user || !user.is_staff) {

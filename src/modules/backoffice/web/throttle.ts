@@ -1,12 +1,15 @@
 import { createHash } from 'node:crypto';
 import type { Knex } from 'knex';
 import { RateLimiterPostgres, RateLimiterRes } from 'rate-limiter-flexible';
+import { TooManyRequestsError } from '../../../http/errors.ts';
+import type { FieldErrors } from '../../../validation/form.ts';
 
 /**
  * Failed web admin logins counted per username and per client IP in PostgreSQL, so every Warden
  * process sees the same counts. The username limit stops guessing one account's password from
  * many addresses; the IP limit stops one address trying many accounts. A successful login clears
- * its username's count.
+ * its username's count. The old password of the password-change forms (web and mobile) is a guess
+ * like a login's, so it counts in the same username count (throttledPasswordChange).
  */
 export const LOGIN_LIMITS = {
   perUsername: { points: 10, duration: 15 * 60 },
@@ -14,13 +17,59 @@ export const LOGIN_LIMITS = {
 } as const;
 
 export interface LoginThrottle {
-  /** Seconds until another attempt is allowed, or 0 when it is allowed now. */
-  retryAfter(username: string, ip: string): Promise<number>;
-  recordFailure(username: string, ip: string): Promise<void>;
+  /** Seconds until another attempt is allowed, or 0 when it is allowed now; without an IP, by the username's count alone. */
+  retryAfter(username: string, ip?: string): Promise<number>;
+  /** Counts a failure for the username, and for the IP when given. */
+  recordFailure(username: string, ip?: string): Promise<void>;
   recordSuccess(username: string): Promise<void>;
 }
 
-export function createLoginThrottle(db: Knex): LoginThrottle {
+/** What the login and the password-change forms answer once the throttle trips (the reason the merchant token endpoint uses too). */
+export const THROTTLED_REASON = 'rate_limited';
+
+export function throttledMessage(retryAfterSeconds: number): string {
+  const minutes = Math.ceil(retryAfterSeconds / 60);
+  return `Too many failed login attempts. Try again in ${minutes} minute${minutes === 1 ? '' : 's'}.`;
+}
+
+/** A password check refused by the login throttle: 429 in the envelope, Retry-After for whoever answers it. */
+export class LoginThrottledError extends TooManyRequestsError {
+  constructor(retryAfterSeconds: number) {
+    super(throttledMessage(retryAfterSeconds), THROTTLED_REASON, retryAfterSeconds);
+  }
+}
+
+// One throttle per database, shared by the login and the password-change forms.
+const throttles = new WeakMap<Knex, LoginThrottle>();
+
+export function loginThrottle(db: Knex): LoginThrottle {
+  let throttle = throttles.get(db);
+  if (!throttle) throttles.set(db, (throttle = createLoginThrottle(db)));
+  return throttle;
+}
+
+/**
+ * Runs a password change of a signed-in user behind that user's login count, so the form is no
+ * unthrottled oracle for the old password: while the count is over the limit the change is refused
+ * (LoginThrottledError) before the old password is looked at, right or wrong; a wrong old password
+ * counts as a failed login (a missing one is no guess and does not); a change clears the count, as
+ * a successful login does.
+ */
+export async function throttledPasswordChange<Result extends { ok: true } | { ok: false; errors: FieldErrors }>(
+  db: Knex,
+  username: string,
+  change: () => Promise<Result>,
+): Promise<Result> {
+  const throttle = loginThrottle(db);
+  const wait = await throttle.retryAfter(username);
+  if (wait > 0) throw new LoginThrottledError(wait);
+  const result = await change();
+  if (result.ok) await throttle.recordSuccess(username);
+  else if (result.errors.old_password?.some((error) => error.code === 'password_incorrect')) await throttle.recordFailure(username);
+  return result;
+}
+
+function createLoginThrottle(db: Knex): LoginThrottle {
   const common = { storeClient: db, storeType: 'knex', tableName: 'staff_login_throttle', tableCreated: true };
   const byUsername = new RateLimiterPostgres({ ...common, keyPrefix: 'login_user', ...LOGIN_LIMITS.perUsername });
   const byIp = new RateLimiterPostgres({ ...common, keyPrefix: 'login_ip', ...LOGIN_LIMITS.perIp });
@@ -30,7 +79,7 @@ export function createLoginThrottle(db: Knex): LoginThrottle {
 
   return {
     async retryAfter(username, ip) {
-      const [user, address] = await Promise.all([byUsername.get(userKey(username)), byIp.get(ip)]);
+      const [user, address] = await Promise.all([byUsername.get(userKey(username)), ip === undefined ? null : byIp.get(ip)]);
       const waits = [
         blockedFor(user, LOGIN_LIMITS.perUsername.points),
         blockedFor(address, LOGIN_LIMITS.perIp.points),
@@ -38,7 +87,7 @@ export function createLoginThrottle(db: Knex): LoginThrottle {
       return Math.max(...waits);
     },
     async recordFailure(username, ip) {
-      await Promise.all([swallowLimit(byUsername.consume(userKey(username))), swallowLimit(byIp.consume(ip))]);
+      await Promise.all([swallowLimit(byUsername.consume(userKey(username))), ip === undefined ? null : swallowLimit(byIp.consume(ip))]);
     },
     async recordSuccess(username) {
       await byUsername.delete(userKey(username));
