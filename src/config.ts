@@ -31,6 +31,8 @@ const environmentSchema = z.object({
   WARDEN_TOKEN_TTL_SECONDS: positiveInt.max(7 * 24 * 3600).default(3600),
   WARDEN_JWT_SECRET: z.string().min(32, 'must be at least 32 characters').optional(),
   WARDEN_TRUSTED_PROXIES: commaList.default([]),
+  // Addresses and ranges outgoing staff-set URLs (notify_url, decision webhooks) may reach despite src/net/outbound.ts.
+  WARDEN_OUTBOUND_ALLOW: commaList.default([]),
   WARDEN_BODY_LIMIT_BYTES: positiveInt.default(16 * 1024 * 1024),
   // At least 2: start-up holds one connection for a lock while another creates the job queues.
   WARDEN_DB_POOL_MAX: positiveInt.min(2).max(200).default(10),
@@ -80,6 +82,8 @@ export type Config = Readonly<{
   tokenTtlSeconds: number;
   jwtSecret: string | undefined;
   trustedProxies: readonly string[];
+  /** IPs and CIDR ranges that flow notifications and decision webhooks may reach although they are not public (src/net/outbound.ts). */
+  outboundAllow: readonly string[];
   bodyLimitBytes: number;
   dbPoolMax: number;
   lightWorkers: number;
@@ -188,6 +192,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       throw new ConfigError(`Invalid configuration:\n  WARDEN_TRUSTED_PROXIES: "${proxy}" is not an IP address or CIDR range`);
     }
   }
+  for (const entry of values.WARDEN_OUTBOUND_ALLOW) {
+    if (!isIpOrCidr(entry)) {
+      throw new ConfigError(`Invalid configuration:\n  WARDEN_OUTBOUND_ALLOW: "${entry}" is not an IP address or CIDR range`);
+    }
+  }
   const cores = os.availableParallelism();
   const onnxThreads = values.WARDEN_ONNX_THREADS ?? Math.max(1, Math.floor(cores / values.WARDEN_VISION_WORKERS));
   if (values.WARDEN_VISION_WORKERS * onnxThreads > Math.max(cores, values.WARDEN_VISION_WORKERS)) {
@@ -218,6 +227,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     tokenTtlSeconds: values.WARDEN_TOKEN_TTL_SECONDS,
     jwtSecret: values.WARDEN_JWT_SECRET,
     trustedProxies: Object.freeze([...values.WARDEN_TRUSTED_PROXIES]),
+    outboundAllow: Object.freeze([...values.WARDEN_OUTBOUND_ALLOW]),
     bodyLimitBytes: values.WARDEN_BODY_LIMIT_BYTES,
     dbPoolMax: values.WARDEN_DB_POOL_MAX,
     lightWorkers: values.WARDEN_LIGHT_WORKERS,

@@ -1,3 +1,4 @@
+import { loadConfig } from '../config.ts';
 import type { Database } from '../db/database.ts';
 import { listApprovalPolicies, PolicyInputError, setApprovalPolicies, setDecisionWebhook } from '../modules/approvals/policies.ts';
 import { CliError, parseOptions } from './options.ts';
@@ -50,11 +51,11 @@ export async function approvalPolicyCommand(args: string[], { knex }: Database):
   }
 }
 
-/** warden decision-webhook set --api-key K --url U: where a merchant hears about compliance decisions. */
+/** warden decision-webhook set --api-key K --url U: where a merchant hears about compliance decisions (a public address, or one WARDEN_OUTBOUND_ALLOW names). */
 export async function decisionWebhookCommand(args: string[], { knex }: Database): Promise<unknown> {
   const [action, ...rest] = args;
   if (action !== 'set') throw new CliError(`Unknown decision-webhook command: ${action ?? '(none)'} (set)`, 2);
   const { values } = parseOptions(rest, { 'api-key': { type: 'string' }, url: { type: 'string' } });
   if (!values['api-key'] || !values.url) throw new CliError('decision-webhook set needs --api-key KEY --url URL', 2);
-  return usageErrors(() => setDecisionWebhook(knex, values['api-key']!, values.url!));
+  return usageErrors(() => setDecisionWebhook(knex, values['api-key']!, values.url!, loadConfig().outboundAllow));
 }

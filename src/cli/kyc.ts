@@ -38,6 +38,7 @@ export async function flowCommand(args: string[], { knex }: Database): Promise<u
             notifyUrl: values.notify ?? null,
           },
           OPERATOR,
+          loadConfig().outboundAllow,
         );
         return flow.notify_secret ? { ...publicFlow(flow), notify_secret: flow.notify_secret } : publicFlow(flow);
       } catch (error) {

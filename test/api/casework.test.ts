@@ -66,7 +66,8 @@ const PDF = Buffer.from('%PDF-1.4\n1 0 obj << /Type /Catalog >> endobj\ntrailer 
 const EXECUTABLE = Buffer.concat([Buffer.from('MZ'), Buffer.alloc(58), Buffer.from([0x80, 0, 0, 0]), Buffer.alloc(64), Buffer.from('PE\0\0'), Buffer.alloc(200)]);
 
 test.before(async () => {
-  app = await startTestApp();
+  // The merchant webhook receiver below listens on 127.0.0.1, which outgoing URLs may not reach otherwise.
+  app = await startTestApp({ WARDEN_OUTBOUND_ALLOW: '127.0.0.1' });
   clock = installClock(app);
   const credential = await app.credential();
   apiKey = credential.apiKey;
@@ -178,7 +179,7 @@ test.serial('a decision is written (201) with its PDF, updates the record, joins
   });
   await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', () => resolve()));
   t.teardown(() => new Promise<void>((resolve) => receiver.close(() => resolve())));
-  const { secret } = await setDecisionWebhook(app.context.db, apiKey, `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`);
+  const { secret } = await setDecisionWebhook(app.context.db, apiKey, `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`, app.context.config.outboundAllow);
 
   const [result] = await ingest([transaction('dave', 200)]);
   const path = `${DATA}transaction/financialevent/${result!.id}/decision/`;

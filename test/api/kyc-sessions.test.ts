@@ -4,6 +4,7 @@ import type { AddressInfo } from 'node:net';
 import test from 'ava';
 import { decodeJwt } from 'jose';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
+import { defineFlow } from '../../src/modules/kyc/flows.ts';
 import { countRows } from '../helpers/fixtures.ts';
 import { defineTestFlow, openSession, waitFor } from '../helpers/kyc.ts';
 
@@ -13,7 +14,8 @@ const END = '/api/document/end-kyc-session/';
 let app: TestApp;
 let token: string;
 test.before(async () => {
-  app = await startTestApp();
+  // The notify_url receiver below listens on 127.0.0.1, which outgoing URLs may not reach otherwise.
+  app = await startTestApp({ WARDEN_OUTBOUND_ALLOW: '127.0.0.1' });
   token = await app.merchantToken();
   await defineTestFlow(app.context, 'basic', ['doc_mrz', 'selfie'], { default: true });
   await defineTestFlow(app.context, 'video', ['passport_mrz_page', 'nfc_raw'], { videoCall: true });
@@ -147,7 +149,7 @@ test('a flow with a notify URL gets a signed result notification, retried until 
   await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', () => resolve()));
   t.teardown(() => receiver.close());
   const url = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`;
-  const flow = await defineTestFlow(app.context, 'notified', ['doc_mrz'], { notifyUrl: url });
+  const flow = await defineFlow(app.context.db, { code: 'notified', artifacts: ['doc_mrz'], videoCall: false, isDefault: false, active: true, notifyUrl: url }, { type: 'operator', id: 'test' }, app.context.config.outboundAllow);
   const session = await openSession(app, token, { customer_ref: 'kyc-notify', flow: 'notified' });
   const { token: agentToken } = await app.context.tokens.issue('agent', session.session_id, 600);
   await app.request('POST', END, { json: { token: agentToken, status: 'completed', checklist: { q1: true } } });

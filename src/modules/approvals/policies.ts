@@ -5,6 +5,7 @@ import { modelKey, permissionFor } from '../backoffice/declare.ts';
 import { APPROVAL_OPERATIONS } from './admin.ts';
 import type { ApprovalOperation, PolicyRow } from './service.ts';
 import { DECISION_TARGETS } from '../cases/decisions.ts';
+import { OutboundPolicy, OutboundRefused } from '../../net/outbound.ts';
 
 export class PolicyInputError extends Error {}
 
@@ -73,15 +74,19 @@ export async function listApprovalPolicies(db: Knex): Promise<unknown[]> {
     .select('p.content_type as model', 'p.operation', 'p.stages', 'p.signatures_per_stage as signatures', 'g.name as signer_group', 'p.signer_permission', 'p.active');
 }
 
-/** The merchant's webhook for compliance decisions; a new secret each time it is set (shown once). */
-export async function setDecisionWebhook(db: Knex, apiKey: string, url: string): Promise<{ client: string; url: string; secret: string }> {
+/**
+ * The merchant's webhook for compliance decisions; a new secret each time it is set (shown once).
+ * The URL must be http(s) to a public address (src/net/outbound.ts), unless the configuration's
+ * WARDEN_OUTBOUND_ALLOW (`outboundAllow`) names it.
+ */
+export async function setDecisionWebhook(db: Knex, apiKey: string, url: string, outboundAllow: readonly string[] = []): Promise<{ client: string; url: string; secret: string }> {
   let parsed: URL;
   try {
-    parsed = new URL(url);
-  } catch {
-    throw new PolicyInputError(`Not a URL: ${url}`);
+    parsed = new OutboundPolicy(outboundAllow).checkUrl(url);
+  } catch (error) {
+    if (error instanceof OutboundRefused) throw new PolicyInputError(`The webhook URL is refused: ${error.message}`);
+    throw error;
   }
-  if (parsed.protocol !== 'https:' && parsed.protocol !== 'http:') throw new PolicyInputError('The webhook URL must be http or https.');
   const credential = await db('merchant_credentials').where({ api_key: apiKey }).first('id', 'client');
   if (!credential) throw new PolicyInputError(`No credential with api key ${apiKey}.`);
   const secret = randomBytes(32).toString('hex');

@@ -1,4 +1,5 @@
 import type { AppContext } from '../../context.ts';
+import { outboundPolicy } from '../../net/outbound.ts';
 import { deliverSigned } from '../../webhooks.ts';
 
 const TARGET_TABLES: Readonly<Record<string, { table: string; record: string }>> = {
@@ -44,7 +45,7 @@ export async function notifyDecision(app: AppContext, decisionId: string, attemp
     description: decision.description,
     decided_at: (decision.created_at as Date).toISOString().slice(0, 19),
   });
-  const delivery = await deliverSigned(webhook.url, webhook.secret, body);
+  const delivery = await deliverSigned(webhook.url, webhook.secret, body, outboundPolicy(app.config));
   await app.db('decision_deliveries').insert({ decision_id: decisionId, url: webhook.url, attempt, ...delivery });
   if (delivery.error) throw new Error(`decision notification to ${webhook.url} failed: ${delivery.error}`);
 }

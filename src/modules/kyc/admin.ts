@@ -1,5 +1,6 @@
 import { activeTone, choices } from '../backoffice/declare.ts';
 import type { FieldErrors, ModelRegistration, Tone } from '../backoffice/registry.ts';
+import { FlowInputError, validateNotifyUrl } from './flows.ts';
 
 function sessionTone(value: unknown): Tone | null {
   return value === 'open' ? 'info' : value === 'completed' ? 'success' : value === 'failed' ? 'danger' : 'neutral';
@@ -34,13 +35,21 @@ export const flowAdmin: ModelRegistration = {
   readonly: [],
   inlines: [{ model: 'document.documentverificationsession', fk: 'flow_code', label: 'Sessions', ordering: '-created_at' }],
   hooks: {
-    clean(cleaned): FieldErrors | undefined {
+    clean(cleaned, before): FieldErrors | undefined {
       const types = cleaned.required_artifact_types;
       if (types !== undefined && (!Array.isArray(types) || !types.length || !types.every((type) => typeof type === 'string' && /^[a-z_]{2,40}$/.test(type)))) {
         return { required_artifact_types: [{ message: 'Enter a non-empty JSON list of artifact types.', code: 'invalid' }] };
       }
-      if (typeof cleaned.notify_url === 'string' && cleaned.notify_url && !/^https:\/\/[^\s]+$/.test(cleaned.notify_url)) {
-        return { notify_url: [{ message: 'Enter an https:// address.', code: 'invalid' }] };
+      const notifyUrl = cleaned.notify_url;
+      // https to a public address only (src/net/outbound.ts); this form does not see WARDEN_OUTBOUND_ALLOW, so an
+      // address only it allows is set with `warden flow define --notify` and left unchanged here.
+      if (typeof notifyUrl === 'string' && notifyUrl && notifyUrl !== before?.notify_url) {
+        try {
+          validateNotifyUrl(notifyUrl);
+        } catch (error) {
+          if (!(error instanceof FlowInputError)) throw error;
+          return { notify_url: [{ message: `Enter an https:// address on the public internet: ${error.message.replace(/^--notify: /, '')}`, code: 'invalid' }] };
+        }
       }
     },
   },

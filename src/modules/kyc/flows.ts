@@ -3,6 +3,7 @@ import type { Knex } from 'knex';
 import { recordAudit } from '../../audit.ts';
 import type { Actor } from '../../actor.ts';
 import { ARTIFACT_TYPES, isArtifactType } from './constants.ts';
+import { OutboundPolicy, OutboundRefused, STRICT_OUTBOUND } from '../../net/outbound.ts';
 
 export interface Flow {
   code: string;
@@ -27,17 +28,22 @@ export interface FlowInput {
   notifyUrl: string | null;
 }
 
-/** Notification targets must be HTTPS; plain HTTP is accepted only on loopback, for local set-ups and tests. */
-export function validateNotifyUrl(value: string): string {
+/**
+ * Notification targets must be HTTPS to a public address (src/net/outbound.ts): an address in a
+ * refused range is refused whatever form it is written in (`https://0x7f000001/`, `[::1]`,
+ * `localhost`). Plain HTTP is accepted only to an IP address that WARDEN_OUTBOUND_ALLOW names, for
+ * local set-ups and tests. Returns the URL normalised.
+ */
+export function validateNotifyUrl(value: string, policy: OutboundPolicy = STRICT_OUTBOUND): string {
   let url: URL;
   try {
-    url = new URL(value);
-  } catch {
-    throw new FlowInputError(`--notify: "${value}" is not a URL.`);
+    url = policy.checkUrl(value);
+  } catch (error) {
+    if (error instanceof OutboundRefused) throw new FlowInputError(`--notify: ${error.message}`);
+    throw error;
   }
-  const loopback = ['localhost', '127.0.0.1', '[::1]'].includes(url.hostname);
-  if (url.protocol !== 'https:' && !(url.protocol === 'http:' && loopback)) {
-    throw new FlowInputError('--notify: the result notification URL must use https (http only on localhost).');
+  if (url.protocol !== 'https:' && !policy.allowsLiteral(url.hostname)) {
+    throw new FlowInputError('--notify: the result notification URL must use https (http only to an address WARDEN_OUTBOUND_ALLOW names).');
   }
   return url.toString();
 }
@@ -45,9 +51,10 @@ export function validateNotifyUrl(value: string): string {
 /**
  * Creates or updates a flow. Making it the default takes the flag from any other flow in the same
  * transaction. A notify URL gets an HMAC secret on first use; it is returned so the operator can
- * configure the receiver.
+ * configure the receiver. `outboundAllow` is the configuration's WARDEN_OUTBOUND_ALLOW (none: only
+ * public addresses).
  */
-export async function defineFlow(db: Knex, input: FlowInput, actor: Actor): Promise<Flow> {
+export async function defineFlow(db: Knex, input: FlowInput, actor: Actor, outboundAllow: readonly string[] = []): Promise<Flow> {
   if (!/^[a-z0-9][a-z0-9_.-]{0,63}$/.test(input.code)) {
     throw new FlowInputError(`"${input.code}" is not a valid flow code: lower-case letters, digits, _ . - (at most 64).`);
   }
@@ -55,7 +62,7 @@ export async function defineFlow(db: Knex, input: FlowInput, actor: Actor): Prom
   if (artifacts.length === 0) throw new FlowInputError('A flow needs at least one artifact type (--artifacts).');
   const unknown = artifacts.filter((artifact) => !isArtifactType(artifact));
   if (unknown.length) throw new FlowInputError(`Unknown artifact type(s): ${unknown.join(', ')}. Known: ${ARTIFACT_TYPES.join(', ')}.`);
-  const notifyUrl = input.notifyUrl ? validateNotifyUrl(input.notifyUrl) : null;
+  const notifyUrl = input.notifyUrl ? validateNotifyUrl(input.notifyUrl, new OutboundPolicy(outboundAllow)) : null;
   return db.transaction(async (trx) => {
     const existing = (await trx('verification_flows').where({ code: input.code }).first()) as Flow | undefined;
     if (input.isDefault) await trx('verification_flows').where({ is_default: true }).whereNot({ code: input.code }).update({ is_default: false });

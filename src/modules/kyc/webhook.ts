@@ -1,4 +1,5 @@
 import type { AppContext } from '../../context.ts';
+import { outboundPolicy } from '../../net/outbound.ts';
 import { deliverSigned } from '../../webhooks.ts';
 
 /**
@@ -24,7 +25,7 @@ export async function notifyFlow(app: AppContext, sessionId: string, attempt: nu
     mrz_data: session.mrz_data,
     results,
   });
-  const delivery = await deliverSigned(flow.notify_url, flow.notify_secret, body);
+  const delivery = await deliverSigned(flow.notify_url, flow.notify_secret, body, outboundPolicy(app.config));
   await app.db('webhook_deliveries').insert({ session_id: sessionId, url: flow.notify_url, attempt, ...delivery });
   if (delivery.error) throw new Error(`notification to ${flow.notify_url} failed: ${delivery.error}`);
 }
