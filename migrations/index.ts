@@ -18,6 +18,7 @@ import * as hotpathWrite from './20261127_0018_hotpath_write.ts';
 import * as alertWrite from './20261127_0019_alert_write.ts';
 import * as ruleVersionSets from './20261127_0020_rule_version_sets.ts';
 import * as caseWrite from './20261127_0021_case_write.ts';
+import * as staffAccessNotify from './20261128_0022_staff_access_notify.ts';
 
 type Migration = { up(knex: Knex): Promise<void>; down(knex: Knex): Promise<void> };
 
@@ -42,6 +43,7 @@ const migrations: [string, Migration][] = [
   ['20261127_0019_alert_write', alertWrite],
   ['20261127_0020_rule_version_sets', ruleVersionSets],
   ['20261127_0021_case_write', caseWrite],
+  ['20261128_0022_staff_access_notify', staffAccessNotify],
 ];
 
 export const migrationSource: Knex.MigrationSource<[string, Migration]> = {

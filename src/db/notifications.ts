@@ -9,8 +9,12 @@ export const CHANNELS = {
   rules: 'warden_rules',
   events: 'warden_events',
   sanctions: 'warden_sanctions',
-  // payload: the id of a mobile device just revoked (live sockets of that device close)
+  // payload: the id of a mobile device just revoked or deleted (live sockets of that device close);
+  // revokeDevice announces it, and so does a trigger on mobile_devices (migration 0022) for any other writer
   mobileDevices: 'warden_mobile_devices',
+  // payload: the id of a staff user whose active/staff/superuser flags, direct permissions, groups or
+  // groups' permissions just changed, or who was deleted (triggers of migration 0022): live sockets reload the grants
+  staffAccess: 'warden_staff_access',
   // payload: one staff live-socket message (JSON), fanned out to every process's sockets
   live: 'warden_live',
   // payload: {session_id, status} of a video_call_queue row just written (announced by its trigger)

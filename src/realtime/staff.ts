@@ -11,6 +11,8 @@ import type { AdminSite } from '../modules/backoffice/site.ts';
 import { WEBSOCKET_PATH } from '../modules/mobile/constants.ts';
 import { DEVICE_REVOKED_CHANNEL } from '../modules/mobile/devices.ts';
 import { authenticateCaller, type Identity } from '../modules/mobile/identity.ts';
+import { isEligibleForMobile } from '../modules/mobile/tickets.ts';
+import { loadPrincipalWith, type Principal } from '../modules/staff/principal.ts';
 import { offerCalls, SESSION_MODEL } from '../modules/dashboard/videocall.ts';
 import type { LiveMessage, LivePublisher } from './live-message.ts';
 
@@ -21,12 +23,37 @@ interface Envelope {
   message: LiveMessage;
 }
 
+/** A broadcast waiting for its user's grants to be reloaded: the frame's tail (all but client_id) and its model. */
+interface HeldMessage {
+  model: string | null;
+  tail: string;
+}
+
+/**
+ * One user's grants as this process's sockets apply them, shared by the user's sockets: read at
+ * login, read again when a change to the user is announced (never per message), dropped with the
+ * user's last socket.
+ */
+interface UserAccess {
+  userId: string;
+  sockets: Set<WebSocket>;
+  /** app_label.model of every model the user may view now. */
+  models: ReadonlySet<string>;
+  /**
+   * Set while an announced change is being read: messages for the user wait here, in order, and go
+   * out filtered by the grants read (or not at all when the account is gone).
+   */
+  held: HeldMessage[] | null;
+  loading: boolean;
+  /** Another change was announced while loading: the read may predate it and is done again. */
+  again: boolean;
+}
+
 interface SocketState {
   /** The socket session token given at login; it is the broadcasts' client_id. */
   clientId: string | null;
-  userId: string | null;
+  access: UserAccess | null;
   deviceId: string | null;
-  permissions: ReadonlySet<string>;
   alive: boolean;
   openedAt: number;
 }
@@ -44,6 +71,15 @@ const REDIS_CHANNEL = 'warden:live';
 const MAX_PAYLOAD_BYTES = 7900;
 /** Close code for a socket whose device was revoked (application range 4000-4999). */
 export const CLOSE_DEVICE_REVOKED = 4001;
+/** Close code for a socket whose user was deactivated, lost staff status or was deleted. */
+export const CLOSE_ACCOUNT_INACTIVE = 4003;
+/** Messages kept per user while its grants are reloaded; beyond it the oldest go (refresh triggers: the client re-reads lists anyway). */
+const MAX_HELD = 1000;
+/** A reload the database refused is tried again after this long, doubling up to RELOAD_RETRY_MAX_MS. */
+const RELOAD_RETRY_MS = 500;
+const RELOAD_RETRY_MAX_MS = 15_000;
+/** Which of the sockets' devices (ids in $2) still belong to the user and are not revoked, read with the principal. */
+const LIVE_DEVICES_SQL = 'array(select d.id::text from mobile_devices d where d.id = any($2::uuid[]) and d.user_id = u.id and d.revoked_at is null)';
 
 /**
  * The staff live socket (the spec's Events): a plain WebSocket at WEBSOCKET_PATH, JSON text frames.
@@ -54,6 +90,14 @@ export const CLOSE_DEVICE_REVOKED = 4001;
  * Messages are published through PostgreSQL NOTIFY (inside the writer's transaction, so they go
  * out only at commit) and every process delivers them to its own sockets; with REDIS_URL set they
  * go through Redis pub/sub instead (published after the writer's commit).
+ *
+ * Every message is checked against the user's current state, not the state at login: triggers
+ * (migration 0022) announce on warden_staff_access any change to a user's flags, permissions,
+ * groups or groups' permissions, whoever made it, and on warden_mobile_devices any revocation.
+ * The user's grants are then read again once (messages for them wait meanwhile) and applied to
+ * every later message; a deactivated, no longer staff or deleted user's sockets get login_failed
+ * and are closed (CLOSE_ACCOUNT_INACTIVE), a revoked device's are closed (CLOSE_DEVICE_REVOKED).
+ * Delivering a message reads nothing from the database.
  */
 export class StaffLive implements LivePublisher {
   private wss: WebSocketServer | undefined;
@@ -61,6 +105,10 @@ export class StaffLive implements LivePublisher {
   private readonly loggedIn = new Set<WebSocket>();
   private readonly states = new WeakMap<WebSocket, SocketState>();
   private readonly byDevice = new Map<string, Set<WebSocket>>();
+  private readonly users = new Map<string, UserAccess>();
+  /** Counts announced access changes (and listener resets): a login that saw it move checks again. */
+  private accessChanges = 0;
+  private closed = false;
   private heartbeat: NodeJS.Timeout | undefined;
   private publisher: RedisClientType | undefined;
   private subscriber: RedisClientType | undefined;
@@ -75,7 +123,13 @@ export class StaffLive implements LivePublisher {
     settings: Partial<LiveSettings> = {},
   ) {
     this.settings = { ...DEFAULT_SETTINGS, ...settings };
-    hub.subscribe(DEVICE_REVOKED_CHANNEL, (deviceId) => this.closeDevice(deviceId));
+    hub.subscribe(DEVICE_REVOKED_CHANNEL, (deviceId) => {
+      this.accessChanges++;
+      this.closeDevice(deviceId);
+    });
+    hub.subscribe(CHANNELS.staffAccess, (userId) => this.onAccessChange(userId));
+    // While the listener was down announcements may have been missed: every user's grants are read again.
+    if (typeof hub.onReset === 'function') hub.onReset(() => this.recheckAll());
     if (!redisUrl) hub.subscribe(CHANNELS.live, (payload) => this.deliverPayload(payload));
     // Every process hears the queue's trigger, so each delivers to its own sockets (no re-publish).
     hub.subscribe(CHANNELS.videoQueue, (payload) => this.onVideoQueue(payload));
@@ -139,6 +193,7 @@ export class StaffLive implements LivePublisher {
   }
 
   async close(): Promise<void> {
+    this.closed = true;
     clearInterval(this.heartbeat);
     await this.offering;
     for (const ws of this.wss?.clients ?? []) ws.terminate();
@@ -158,7 +213,7 @@ export class StaffLive implements LivePublisher {
   }
 
   private accept(ws: WebSocket): void {
-    const state: SocketState = { clientId: null, userId: null, deviceId: null, permissions: new Set(), alive: true, openedAt: Date.now() };
+    const state: SocketState = { clientId: null, access: null, deviceId: null, alive: true, openedAt: Date.now() };
     this.states.set(ws, state);
     ws.on('pong', () => {
       state.alive = true;
@@ -183,18 +238,30 @@ export class StaffLive implements LivePublisher {
     const token = message.payload && typeof message.payload === 'object' ? message.payload.token : undefined;
     try {
       if (typeof token !== 'string' || !token || !this.identity) throw new Error('login refused');
+      const changesBefore = this.accessChanges;
       const { principal, device } = await authenticateCaller(this.identity, `Bearer ${token}`);
       if (ws.readyState !== ws.OPEN) return;
       this.forget(ws, state);
+      const models = this.modelsOf(principal);
+      let access = this.users.get(principal.user.id);
+      if (!access) {
+        access = { userId: principal.user.id, sockets: new Set(), models, held: null, loading: false, again: false };
+        this.users.set(access.userId, access);
+      } else if (!access.held) {
+        // read just now, so at least as new as what the user's other sockets use
+        access.models = models;
+      }
+      access.sockets.add(ws);
       state.clientId = randomUUID();
-      state.userId = principal.user.id;
+      state.access = access;
       state.deviceId = device.id;
-      state.permissions = new Set(this.site.visibleModels(principal).map((model) => model.key));
       this.loggedIn.add(ws);
       let sockets = this.byDevice.get(device.id);
       if (!sockets) this.byDevice.set(device.id, (sockets = new Set()));
       sockets.add(ws);
-      ws.send(JSON.stringify({ type: 'login', token: state.clientId, permissions: [...state.permissions].sort() }));
+      ws.send(JSON.stringify({ type: 'login', token: state.clientId, permissions: [...models].sort() }));
+      // A change announced while the checks ran may have come before or after their read: read again.
+      if (this.accessChanges !== changesBefore) this.recheck(access);
     } catch (error) {
       // Expired token, revoked device, inactive user or a database error: all look the same to the client.
       this.logger.debug({ err: error }, 'live socket login refused');
@@ -211,12 +278,110 @@ export class StaffLive implements LivePublisher {
       sockets?.delete(ws);
       if (sockets && !sockets.size) this.byDevice.delete(state.deviceId);
     }
-    state.clientId = state.userId = state.deviceId = null;
-    state.permissions = new Set();
+    const access = state.access;
+    if (access) {
+      access.sockets.delete(ws);
+      if (!access.sockets.size && this.users.get(access.userId) === access) this.users.delete(access.userId);
+    }
+    state.clientId = state.deviceId = null;
+    state.access = null;
+  }
+
+  private modelsOf(principal: Principal): ReadonlySet<string> {
+    return new Set(this.site.visibleModels(principal).map((model) => model.key));
+  }
+
+  /** Ends a socket's session at once (nothing more is sent to it) and closes it with `code`. */
+  private end(ws: WebSocket, code: number, reason: string, frame?: string): void {
+    const state = this.states.get(ws);
+    if (state) this.forget(ws, state);
+    if (frame && ws.readyState === ws.OPEN) ws.send(frame);
+    ws.close(code, reason);
   }
 
   private closeDevice(deviceId: string): void {
-    for (const ws of [...(this.byDevice.get(deviceId) ?? [])]) ws.close(CLOSE_DEVICE_REVOKED, 'device revoked');
+    for (const ws of [...(this.byDevice.get(deviceId) ?? [])]) this.end(ws, CLOSE_DEVICE_REVOKED, 'device revoked');
+  }
+
+  private onAccessChange(userId: string): void {
+    this.accessChanges++;
+    const access = this.users.get(userId);
+    if (access) this.recheck(access);
+  }
+
+  private recheckAll(): void {
+    this.accessChanges++;
+    for (const access of this.users.values()) this.recheck(access);
+  }
+
+  /** Holds the user's messages from now on and reads their grants again. */
+  private recheck(access: UserAccess): void {
+    access.held ??= [];
+    void this.reload(access);
+  }
+
+  /**
+   * Reads the user's principal and which of their sockets' devices still stand (one statement),
+   * then applies it: the held messages go out filtered by the new grants, or the sockets close.
+   * One read at a time per user; a change announced during a read makes it read again.
+   */
+  private async reload(access: UserAccess): Promise<void> {
+    if (access.loading) {
+      access.again = true;
+      return;
+    }
+    access.loading = true;
+    let retryMs = RELOAD_RETRY_MS;
+    try {
+      for (;;) {
+        access.again = false;
+        const deviceIds = [...new Set([...access.sockets].map((ws) => this.states.get(ws)?.deviceId).filter((id): id is string => Boolean(id)))];
+        let loaded: { principal: Principal; extra: { devices: string[] } } | null;
+        try {
+          loaded = await loadPrincipalWith<{ devices: string[] }>(this.db, access.userId, { devices: LIVE_DEVICES_SQL }, [deviceIds]);
+        } catch (error) {
+          this.logger.warn({ err: error, userId: access.userId }, 'live socket grants not reloaded; retrying');
+          await new Promise((resolve) => setTimeout(resolve, retryMs).unref());
+          retryMs = Math.min(retryMs * 2, RELOAD_RETRY_MAX_MS);
+          if (this.closed || this.users.get(access.userId) !== access) return;
+          continue;
+        }
+        // every socket of the user went meanwhile: nothing to apply
+        if (this.closed || this.users.get(access.userId) !== access) return;
+        if (access.again) continue;
+        this.apply(access, loaded);
+        return;
+      }
+    } finally {
+      access.loading = false;
+    }
+  }
+
+  private apply(access: UserAccess, loaded: { principal: Principal; extra: { devices: string[] } } | null): void {
+    const principal = loaded?.principal;
+    if (!principal || !isEligibleForMobile(principal.user)) {
+      // the spec's refusal frame (no reason, as for a refused login), then the close
+      for (const ws of [...access.sockets]) this.end(ws, CLOSE_ACCOUNT_INACTIVE, 'account inactive', '{"type":"login_failed"}');
+      access.held = null;
+      return;
+    }
+    const standing = new Set(loaded!.extra.devices);
+    for (const ws of [...access.sockets]) {
+      const deviceId = this.states.get(ws)?.deviceId;
+      if (deviceId && !standing.has(deviceId)) this.end(ws, CLOSE_DEVICE_REVOKED, 'device revoked');
+    }
+    access.models = this.modelsOf(principal);
+    const held = access.held ?? [];
+    access.held = null;
+    for (const message of held) this.sendToUser(access, message);
+  }
+
+  private sendToUser(access: UserAccess, message: HeldMessage): void {
+    if (message.model && !access.models.has(message.model)) return;
+    for (const ws of access.sockets) {
+      const state = this.states.get(ws);
+      if (state?.clientId) ws.send(`{"event":"broadcast","client_id":"${state.clientId}${message.tail}`);
+    }
   }
 
   private offering: Promise<void> | undefined;
@@ -271,10 +436,21 @@ export class StaffLive implements LivePublisher {
       model: message.model ?? null,
       data: message.data,
     })}}`;
+    let held: HeldMessage | undefined;
     for (const ws of this.loggedIn) {
       const state = this.states.get(ws)!;
-      if (message.to !== 'mainstream' && message.to !== state.userId) continue;
-      if (message.model && !state.permissions.has(message.model)) continue;
+      const access = state.access!;
+      if (message.to !== 'mainstream' && message.to !== access.userId) continue;
+      if (access.held) {
+        // the user's grants are being read again: the message waits for them (once per user)
+        held ??= { model: message.model ?? null, tail };
+        if (access.held.at(-1) !== held) {
+          if (access.held.length >= MAX_HELD) access.held.shift();
+          access.held.push(held);
+        }
+        continue;
+      }
+      if (message.model && !access.models.has(message.model)) continue;
       ws.send(`{"event":"broadcast","client_id":"${state.clientId}${tail}`);
     }
   }
