@@ -112,7 +112,7 @@ export type Config = Readonly<{
   push: Readonly<{ fcm: FcmSettings | null; apns: ApnsSettings | null }>;
   /**
    * The AI gateway (issue 14); url null: AI review and the assistant answer 503. mcpUrl is where the
-   * gateway reaches this service's MCP server (null: the address the request came in on).
+   * gateway reaches this service's MCP server (null: WARDEN_PUBLIC_URL + /api/mcp/, else the address the service listens on; never a request's Host).
    */
   ai: Readonly<{ gatewayUrl: string | null; gatewayToken: string; timeoutMs: number; mcpUrl: string | null; delegationSeconds: number; retentionDays: number }>;
 }>;

@@ -39,6 +39,13 @@ export interface AppContext {
   push: PushService;
   /** The back-office registry bound to the database, and its one write chain. */
   backoffice: WriteChain;
+  /**
+   * The address this process's HTTP server listens on (http://127.0.0.1:PORT for a wildcard bind),
+   * set once it listens (startServer, startTestApp); null in a process that serves no HTTP. The AI
+   * gateway is sent here for the MCP server when neither WARDEN_MCP_URL nor WARDEN_PUBLIC_URL is set,
+   * never to the address a request names in its Host header.
+   */
+  listenUrl: string | null;
   /** The current time for token and ticket lifetimes; unset means the system clock (tests set it, never sleep). */
   now?: () => Date;
   /** Stops what the context started (listeners, pools); the database is closed by its owner. */

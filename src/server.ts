@@ -72,6 +72,7 @@ export async function buildContext(config: Config, db: Database['knex'], logger:
     live,
     push,
     backoffice: { site, db, approvalHook: null },
+    listenUrl: null,
     async close() {
       clearInterval(daily);
       await jobs.stop();
@@ -130,6 +131,9 @@ export async function startServer(config: Config, logger: Logger = createLogger(
   const address = server.address() as AddressInfo;
   const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
   const url = `http://${host === '0.0.0.0' || host === '[::]' ? 'localhost' : host}:${address.port}`;
+  // Where the AI gateway reaches the MCP server by default: loopback for a wildcard bind (a bind to
+  // :: takes IPv4 too), so it matches the gateway's default WARDEN_GATEWAY_MCP_ORIGIN.
+  context.listenUrl = `http://${host === '0.0.0.0' || host === '[::]' ? '127.0.0.1' : host}:${address.port}`;
   logger.info({ url, database: database.description }, `Warden listening on ${url}`);
 
   let closing: Promise<void> | undefined;

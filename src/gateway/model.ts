@@ -13,6 +13,12 @@ export interface GatewaySettings {
   token: string;
   /** One model call or tool call may take this long before the work fails with its reason. */
   timeoutMs: number;
+  /**
+   * The origin (scheme, host, port) of the service's MCP server (WARDEN_GATEWAY_MCP_ORIGIN): a job
+   * whose mcp.url is at another origin is refused (403) before anything is sent there, so a
+   * delegated token only ever goes to the service. Read at each request.
+   */
+  mcpOrigin: string;
 }
 
 export interface Usage {

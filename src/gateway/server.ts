@@ -17,7 +17,8 @@ import { ModelError, reviewCase, runTurn, type GatewaySettings, type TurnMessage
  *                                                       moves on, then {result: {messages, pending_call, usage}}
  *                                                       or {error, status}
  *
- * Errors answer {error} with 401 (bad token), 400 (bad request), 422 (the model's fault),
+ * Errors answer {error} with 401 (bad token), 400 (bad request), 403 (mcp.url is not at the
+ * origin of WARDEN_GATEWAY_MCP_ORIGIN: nothing is sent there), 422 (the model's fault),
  * 502 (the MCP server or the model unreachable), 504 (a timeout); a turn that already streams
  * ends with its error line instead.
  */
@@ -82,7 +83,30 @@ function classify(error: unknown): { status: number; message: string } {
   return { status: 502, message };
 }
 
+/** The origin of an http(s) address; null for anything else. */
+function originOf(url: string): string | null {
+  try {
+    const parsed = new URL(url);
+    return parsed.protocol === 'http:' || parsed.protocol === 'https:' ? parsed.origin : null;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * The MCP address of a job must be at the service's origin (WARDEN_GATEWAY_MCP_ORIGIN): the
+ * delegated token goes nowhere else, whatever address the job names.
+ */
+function checkMcpOrigin(settings: GatewaySettings, target: z.infer<typeof mcpTarget>): void {
+  const expected = originOf(settings.mcpOrigin);
+  const given = originOf(target.url);
+  if (!expected || given !== expected) {
+    throw new Refusal(403, `The MCP address ${given ?? 'given'} is not at the service's origin this gateway serves (WARDEN_GATEWAY_MCP_ORIGIN is ${expected ?? 'not a valid origin'}).`);
+  }
+}
+
 async function withMcp<T>(settings: GatewaySettings, target: z.infer<typeof mcpTarget>, work: (mcp: ServiceMcp) => Promise<T>): Promise<T> {
+  checkMcpOrigin(settings, target);
   let mcp: ServiceMcp;
   try {
     mcp = await ServiceMcp.connect(target, settings.timeoutMs);

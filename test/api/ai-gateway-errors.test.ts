@@ -29,7 +29,8 @@ async function closedPort(): Promise<number> {
 
 test.before(async () => {
   // The gateway runs with another token than the service presents: every call is its 401.
-  gateway = await startGateway({ llmUrl: 'http://127.0.0.1:9/v1', llmModel: 'none', llmApiKey: '', token: 'the-gateway-expects-this-token', timeoutMs: 1000 }, 0);
+  // It refuses before it would reach any MCP server, so the origin it allows does not matter here.
+  gateway = await startGateway({ llmUrl: 'http://127.0.0.1:9/v1', llmModel: 'none', llmApiKey: '', token: 'the-gateway-expects-this-token', timeoutMs: 1000, mcpOrigin: 'http://127.0.0.1:1' }, 0);
   bare = await startTestApp();
   wired = await startTestApp({ WARDEN_GATEWAY_URL: gateway.url, WARDEN_GATEWAY_TOKEN: 'but-the-service-presents-this-one' });
   bareToken = await tokenFor(bare);

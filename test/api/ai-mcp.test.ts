@@ -67,15 +67,16 @@ test.serial('conversations untouched for longer than the retention are swept; ne
 test.serial('warden gateway runs as its own process: it refuses a missing setting, and serves /v1/ping with the token only', async (t) => {
   const root = path.resolve(import.meta.dirname, '../..');
   const run = (env: Record<string, string>) => spawn(process.execPath, ['bin/warden.js', 'gateway', '--port', '0'], { cwd: root, env: { ...process.env, ...env } });
-  const failed = run({ WARDEN_LLM_URL: '', WARDEN_LLM_MODEL: '', WARDEN_GATEWAY_TOKEN: '' });
+  const failed = run({ WARDEN_LLM_URL: '', WARDEN_LLM_MODEL: '', WARDEN_GATEWAY_TOKEN: '', WARDEN_GATEWAY_MCP_ORIGIN: 'http://127.0.0.1:8080/api/mcp/' });
   let failure = '';
   failed.stderr.on('data', (chunk) => (failure += chunk));
   t.is(await new Promise((resolve) => failed.on('exit', resolve)), 1);
   t.regex(failure, /WARDEN_LLM_URL/);
+  t.regex(failure, /WARDEN_GATEWAY_MCP_ORIGIN: must be the http\(s\):\/\/ origin/, 'an origin, not an address with a path');
 
   const llm: ScriptedLlm = await startScriptedLlm();
   const token = 'a-gateway-token-of-the-test-0001';
-  const gateway = run({ WARDEN_LLM_URL: llm.url, WARDEN_LLM_MODEL: 'scripted', WARDEN_GATEWAY_TOKEN: token });
+  const gateway = run({ WARDEN_LLM_URL: llm.url, WARDEN_LLM_MODEL: 'scripted', WARDEN_GATEWAY_TOKEN: token, WARDEN_GATEWAY_MCP_ORIGIN: '' });
   try {
     const url = await new Promise<string>((resolve, reject) => {
       let text = '';
@@ -91,6 +92,10 @@ test.serial('warden gateway runs as its own process: it refuses a missing settin
     t.is((await fetch(`${url}/v1/ping`, { method: 'POST', headers: { authorization: 'Bearer wrong' }, body: '{}' })).status, 401);
     const bad = await fetch(`${url}/v1/review`, { method: 'POST', headers: { authorization: `Bearer ${token}` }, body: '{"mcp": 1}' });
     t.is(bad.status, 400);
+    // Unset, WARDEN_GATEWAY_MCP_ORIGIN is where a service with the default HOST and PORT listens; any other MCP address is refused.
+    const foreign = await fetch(`${url}/v1/status`, { method: 'POST', headers: { authorization: `Bearer ${token}` }, body: JSON.stringify({ mcp: { url: 'http://evil.example/api/mcp/', token: 'wdg_x' } }) });
+    t.is(foreign.status, 403);
+    t.regex(((await foreign.json()) as { error: string }).error, /WARDEN_GATEWAY_MCP_ORIGIN is http:\/\/127\.0\.0\.1:8080/);
   } finally {
     const exited = new Promise((resolve) => gateway.on('exit', resolve));
     gateway.kill('SIGTERM');

@@ -5,6 +5,7 @@ import { installClock, pairDevice, staffUser, type TestClock } from '../helpers/
 import { startScriptedLlm, type ScriptedLlm } from '../helpers/scripted-llm.ts';
 import { connectLive } from '../helpers/live.ts';
 import { startGateway, type RunningGateway } from '../../src/gateway/server.ts';
+import type { GatewaySettings } from '../../src/gateway/model.ts';
 
 const GATEWAY_TOKEN = 'gateway-token-for-the-tests-0123';
 let app: TestApp;
@@ -58,8 +59,11 @@ async function settled(pk: string) {
 
 test.before(async () => {
   llm = await startScriptedLlm();
-  gateway = await startGateway({ llmUrl: llm.url, llmModel: 'scripted', llmApiKey: '', token: GATEWAY_TOKEN, timeoutMs: 1500 }, 0);
+  // The gateway starts first (the app needs its address), then learns the app's origin: the only one it sends a delegated token to.
+  const settings: GatewaySettings = { llmUrl: llm.url, llmModel: 'scripted', llmApiKey: '', token: GATEWAY_TOKEN, timeoutMs: 1500, mcpOrigin: 'http://127.0.0.1:1' };
+  gateway = await startGateway(settings, 0);
   app = await startTestApp({ WARDEN_GATEWAY_URL: gateway.url, WARDEN_GATEWAY_TOKEN: GATEWAY_TOKEN });
+  settings.mcpOrigin = app.url;
   clock = installClock(app);
   const credential = await app.credential();
   merchant = (await app.request('POST', '/api/merchant/auth/token/', { json: { api_key: credential.apiKey, api_secret: credential.apiSecret } })).body.data.access_token;

@@ -4,6 +4,7 @@ import { defineEvents, hoursAgo, loadRuleSet } from '../helpers/fixtures.ts';
 import { installClock, pairDevice, staffUser, type TestClock } from '../helpers/mobile.ts';
 import { startScriptedLlm, type ScriptedLlm } from '../helpers/scripted-llm.ts';
 import { startGateway, type RunningGateway } from '../../src/gateway/server.ts';
+import type { GatewaySettings } from '../../src/gateway/model.ts';
 import { setApprovalPolicies } from '../../src/modules/approvals/policies.ts';
 import { processRequest } from '../../src/modules/approvals/service.ts';
 import { loadPrincipal } from '../../src/modules/staff/principal.ts';
@@ -41,8 +42,11 @@ async function settled(id: string, token = officer.token) {
 
 test.before(async () => {
   llm = await startScriptedLlm();
-  gateway = await startGateway({ llmUrl: llm.url, llmModel: 'scripted', llmApiKey: '', token: GATEWAY_TOKEN, timeoutMs: 1500 }, 0);
+  // The gateway starts first (the app needs its address), then learns the app's origin: the only one it sends a delegated token to.
+  const settings: GatewaySettings = { llmUrl: llm.url, llmModel: 'scripted', llmApiKey: '', token: GATEWAY_TOKEN, timeoutMs: 1500, mcpOrigin: 'http://127.0.0.1:1' };
+  gateway = await startGateway(settings, 0);
   app = await startTestApp({ WARDEN_GATEWAY_URL: gateway.url, WARDEN_GATEWAY_TOKEN: GATEWAY_TOKEN });
+  settings.mcpOrigin = app.url;
   clock = installClock(app);
   const credential = await app.credential();
   merchant = (await app.request('POST', '/api/merchant/auth/token/', { json: { api_key: credential.apiKey, api_secret: credential.apiSecret } })).body.data.access_token;
@@ -154,7 +158,7 @@ function gate() {
 
 /** The service on a gateway whose model calls may wait long enough for a test to look at a turn in progress. */
 async function withPatientGateway(t: { teardown(fn: () => Promise<void> | void): void }): Promise<void> {
-  const patient = await startGateway({ llmUrl: llm.url, llmModel: 'scripted', llmApiKey: '', token: GATEWAY_TOKEN, timeoutMs: 20_000 }, 0);
+  const patient = await startGateway({ llmUrl: llm.url, llmModel: 'scripted', llmApiKey: '', token: GATEWAY_TOKEN, timeoutMs: 20_000, mcpOrigin: app.url }, 0);
   const original = app.context.config;
   app.context.config = { ...original, ai: { ...original.ai, gatewayUrl: patient.url } };
   t.teardown(async () => {
@@ -212,16 +216,19 @@ test.serial('a turn waiting for a worker says how many queued turns are ahead of
   const hold = gate();
   // Two workers take the first two turns and wait in the model; the next two wait in the queue.
   llm.script({ before: () => hold.opened, content: 'one' }, { before: () => hold.opened, content: 'two' }, { content: 'three' }, { content: 'four' });
-  const ids = [];
-  for (let i = 0; i < 4; i++) ids.push(await newConversation(officer.token));
-  for (const id of ids.slice(0, 2)) await app.request('POST', `${A}conversations/${id}/messages/`, { token: officer.token, json: { text: 'hello' } });
+  // The fourth is another user's: one user may have only MAX_AI_JOBS_PER_USER (3) turns in flight, and the queue is everyone's.
+  const owners = [officer, officer, officer, checker];
+  const ids: string[] = [];
+  for (const owner of owners) ids.push(await newConversation(owner.token));
+  const send = (n: number) => app.request('POST', `${A}conversations/${ids[n]}/messages/`, { token: owners[n]!.token, json: { text: 'hello' } });
+  for (const n of [0, 1]) t.is((await send(n)).status, 202);
   for (const id of ids.slice(0, 2)) await untilPhase(id, 'model', /thinking/);
-  for (const id of ids.slice(2)) await app.request('POST', `${A}conversations/${id}/messages/`, { token: officer.token, json: { text: 'hello' } });
-  const queued = await Promise.all(ids.slice(2).map(async (id) => (await app.request('GET', `${A}conversations/${id}/`, { token: officer.token })).body.data.progress));
+  for (const n of [2, 3]) t.is((await send(n)).status, 202);
+  const queued = await Promise.all([2, 3].map(async (n) => (await app.request('GET', `${A}conversations/${ids[n]}/`, { token: owners[n]!.token })).body.data.progress));
   t.like(queued[0], { phase: 'queued', ahead: 0 });
   t.like(queued[1], { phase: 'queued', ahead: 1 });
   hold.open();
-  for (const id of ids) t.is((await settled(id)).status, 'idle');
+  for (const [n, id] of ids.entries()) t.is((await settled(id, owners[n]!.token)).status, 'idle');
   t.is(llm.remaining(), 0);
 });
 

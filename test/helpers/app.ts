@@ -56,6 +56,7 @@ export async function startTestApp(env: Record<string, string> = {}): Promise<Te
   await context.live.attach(server);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  context.listenUrl = url;
 
   const request = async (method: string, path: string, options: RequestOptions = {}): Promise<TestResponse> => {
     const headers: Record<string, string> = { ...options.headers };

@@ -1,5 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { Knex } from 'knex';
+import { TooManyRequestsError } from '../../http/errors.ts';
 import { loadPrincipal, type Principal } from '../staff/principal.ts';
 
 /**
@@ -55,4 +56,43 @@ export async function latestDelegation(db: Knex, userId: string): Promise<{ expi
     | { expires_at: Date; refused_at: Date | null }
     | undefined;
   return row ? { expiresAt: row.expires_at, refused: row.refused_at !== null } : null;
+}
+
+/**
+ * How many AI jobs (reviews and assistant turns together) one user may have queued or running at
+ * once. Each holds a gateway worker and a delegated token and bills the model for every call; a
+ * person works through a few at a time, so more is a script or a mistake, and it would starve the
+ * other users of the two workers per process. Beyond it the request is 429 (too_many_running).
+ */
+export const MAX_AI_JOBS_PER_USER = 3;
+
+/** Retry-After of that 429: about how long a review or a short turn takes. */
+export const AI_JOBS_RETRY_AFTER_SECONDS = 15;
+
+export class TooManyAiJobsError extends TooManyRequestsError {
+  constructor() {
+    super(
+      `You already have ${MAX_AI_JOBS_PER_USER} AI reviews or assistant answers queued or running; try again when one has finished.`,
+      'too_many_running',
+      AI_JOBS_RETRY_AFTER_SECONDS,
+      { limit: MAX_AI_JOBS_PER_USER },
+    );
+  }
+}
+
+/**
+ * Inside the transaction that queues an AI job for the user, before its row is written: takes the
+ * user's AI-jobs lock (held to the commit), then counts the user's reviews queued or running and
+ * conversations with a turn running; at MAX_AI_JOBS_PER_USER it throws TooManyAiJobsError. Parallel
+ * requests of one user wait for each other at the lock and each counts what the others committed
+ * (READ COMMITTED: the count runs after the lock is granted), so no more than the limit get through.
+ */
+export async function reserveAiJob(trx: Knex.Transaction, userId: string): Promise<void> {
+  await trx.raw(`select pg_advisory_xact_lock(hashtext('warden_ai_jobs'), hashtext(?))`, [userId]);
+  const result = (await trx.raw(
+    `select (select count(*) from ai_reviews where requested_by = ? and status in ('queued', 'running'))
+          + (select count(*) from assistant_conversations where user_id = ? and status = 'running') as running`,
+    [userId, userId],
+  )) as { rows: { running: string | number }[] };
+  if (Number(result.rows[0]?.running ?? 0) >= MAX_AI_JOBS_PER_USER) throw new TooManyAiJobsError();
 }

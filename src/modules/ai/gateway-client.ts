@@ -1,5 +1,5 @@
-import type { Context } from 'koa';
 import type { Config } from '../../config.ts';
+import type { AppContext } from '../../context.ts';
 import { HttpError } from '../../http/errors.ts';
 import { MCP_PATH } from './mcp-server.ts';
 
@@ -18,9 +18,19 @@ export function requireGateway(config: Config): string {
   return config.ai.gatewayUrl;
 }
 
-/** Where the gateway reaches this service's MCP server: WARDEN_MCP_URL, else the address this request came in on. */
-export function mcpUrlFor(config: Config, ctx: Context): string {
-  return config.ai.mcpUrl ?? `${ctx.protocol}://${ctx.host}${MCP_PATH}`;
+/**
+ * Where the gateway reaches this service's MCP server, from configuration only: WARDEN_MCP_URL,
+ * else WARDEN_PUBLIC_URL + /api/mcp/, else the address this process listens on. Never the Host
+ * (or X-Forwarded-Host) of a request: any staff user could name an address of their choosing and
+ * the gateway would post JSON-RPC with the user's delegated token there. The gateway refuses an
+ * address at another origin than its WARDEN_GATEWAY_MCP_ORIGIN as well.
+ */
+export function mcpUrlFor(app: Pick<AppContext, 'config' | 'listenUrl'>): string {
+  const { config } = app;
+  if (config.ai.mcpUrl) return config.ai.mcpUrl;
+  if (config.publicUrl) return `${config.publicUrl}${MCP_PATH}`;
+  if (app.listenUrl) return `${app.listenUrl}${MCP_PATH}`;
+  throw new HttpError(503, 'The address of the MCP server is not known: set WARDEN_MCP_URL or WARDEN_PUBLIC_URL.', 'mcp_url_unknown');
 }
 
 async function post(config: Config, path: string, body: unknown): Promise<Response> {

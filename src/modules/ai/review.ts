@@ -9,7 +9,7 @@ import { notify } from '../notifications/service.ts';
 import type { Principal } from '../staff/principal.ts';
 import type { ReviewResult } from '../../gateway/model.ts';
 import { REQUIRED, validateForm } from '../../validation/form.ts';
-import { delegate } from './delegation.ts';
+import { delegate, reserveAiJob } from './delegation.ts';
 import { callGateway, GatewayError, pingGateway } from './gateway-client.ts';
 import { CASE_MODELS, panelAddress } from './mcp-server.ts';
 
@@ -122,7 +122,7 @@ export async function aiBlock(app: AppContext, model: BoundModel, principal: Pri
   };
 }
 
-/** POST ai/run/: 503 without a gateway, 403 on a closed case, 409 while one is in flight; queues the job. */
+/** POST ai/run/: 503 without a gateway, 403 on a closed case, 409 while one is in flight, 429 at the user's AI job limit; queues the job. */
 export async function startReview(app: AppContext, model: BoundModel, principal: Principal, row: Row, mcpUrl: string): Promise<string> {
   if (!app.config.ai.gatewayUrl) throw new HttpError(503, 'The AI gateway is not installed (WARDEN_GATEWAY_URL is not set).', 'gateway_not_installed');
   if (row.status === 'closed') throw new ForbiddenError('The case is closed: no AI review is run on a closed case.', 'case_closed');
@@ -130,6 +130,7 @@ export async function startReview(app: AppContext, model: BoundModel, principal:
   const pk = String(row[model.pk]);
   try {
     return await app.db.transaction(async (trx) => {
+      await reserveAiJob(trx, principal.user.id);
       const [review] = (await trx('ai_reviews').insert({ model_key: model.key, object_pk: pk, requested_by: principal.user.id }).returning('id')) as { id: string }[];
       await app.jobs.runAi(trx, QUEUES.aiReview, { reviewId: review!.id, mcpUrl });
       return review!.id;

@@ -26,7 +26,7 @@ export function registerAiReviewRoutes(router: Router, app: AppContext, authenti
 
   router.post(path('data/:app/:model/:pk/ai/run/'), authenticated, async (ctx) => {
     const { principal, model, row } = await target(ctx);
-    const reviewId = await startReview(app, model, principal, row, mcpUrlFor(app.config, ctx));
+    const reviewId = await startReview(app, model, principal, row, mcpUrlFor(app));
     respond(ctx, 'AI review queued.', { review_id: reviewId, ...(await aiBlock(app, model, principal, row)) }, 202);
   });
 

@@ -18,7 +18,7 @@ export function registerAssistantRoutes(router: Router, app: AppContext, authent
   };
 
   router.get(path('assistant/status/'), authenticated, async (ctx) => {
-    respond(ctx, 'Assistant status.', await assistantStatus(app, principal(ctx), mcpUrlFor(app.config, ctx)));
+    respond(ctx, 'Assistant status.', await assistantStatus(app, principal(ctx)));
   });
   router.get(path('assistant/conversations/'), authenticated, available, async (ctx) => {
     respond(ctx, 'Conversations.', { conversations: await listConversations(app, principal(ctx)) });
@@ -35,10 +35,10 @@ export function registerAssistantRoutes(router: Router, app: AppContext, authent
   });
   router.post(path('assistant/conversations/:id/messages/'), authenticated, available, async (ctx) => {
     await pingGateway(app.config);
-    respond(ctx, 'Message accepted.', await postMessage(app, principal(ctx), ctx.params.id!, await readJsonObject(ctx, BODY_LIMIT), mcpUrlFor(app.config, ctx)), 202);
+    respond(ctx, 'Message accepted.', await postMessage(app, principal(ctx), ctx.params.id!, await readJsonObject(ctx, BODY_LIMIT), mcpUrlFor(app)), 202);
   });
   router.post(path('assistant/conversations/:id/approval/'), authenticated, available, async (ctx) => {
     await pingGateway(app.config);
-    respond(ctx, 'Answer accepted.', await answerApproval(app, principal(ctx), ctx.params.id!, await readJsonObject(ctx, BODY_LIMIT), mcpUrlFor(app.config, ctx)), 202);
+    respond(ctx, 'Answer accepted.', await answerApproval(app, principal(ctx), ctx.params.id!, await readJsonObject(ctx, BODY_LIMIT), mcpUrlFor(app)), 202);
   });
 }

@@ -6,8 +6,8 @@ import { QUEUES } from '../../jobs/queue.ts';
 import { requiredText, validateForm } from '../../validation/form.ts';
 import type { PendingCall, TurnMessage, Usage } from '../../gateway/model.ts';
 import type { Principal } from '../staff/principal.ts';
-import { delegate, latestDelegation, revoke } from '../ai/delegation.ts';
-import { callGateway, GatewayError, NOT_INSTALLED, streamGateway } from '../ai/gateway-client.ts';
+import { delegate, latestDelegation, reserveAiJob, revoke } from '../ai/delegation.ts';
+import { callGateway, GatewayError, mcpUrlFor, NOT_INSTALLED, streamGateway } from '../ai/gateway-client.ts';
 
 export const MAX_MESSAGE = 8000;
 export const MAX_WAIT_SECONDS = 30;
@@ -83,10 +83,17 @@ async function owned(db: Knex | Knex.Transaction, principal: Principal, id: stri
  * expired while the gateway still worked with it, or when the gateway refuses the service (401).
  * The user's next message or review renews it.
  */
-export async function assistantStatus(app: AppContext, principal: Principal, mcpUrl: string): Promise<Record<string, unknown>> {
+export async function assistantStatus(app: AppContext, principal: Principal): Promise<Record<string, unknown>> {
   const latest = await latestDelegation(app.db, principal.user.id);
   const base = { username: principal.user.username, expires_at: withOffset(latest?.expiresAt ?? null), retention_days: app.config.ai.retentionDays };
   if (!app.config.ai.gatewayUrl) return { enabled: false, reason: NOT_INSTALLED, connected: false, needs_reauth: false, server_name: null, tools: [], ...base };
+  let mcpUrl: string;
+  try {
+    mcpUrl = mcpUrlFor(app);
+  } catch (error) {
+    // The status answers 200 always: an MCP address that is not known is its reason.
+    return { enabled: true, reason: (error as Error).message, connected: false, needs_reauth: false, server_name: null, tools: [], ...base };
+  }
   const probe = await delegate(app.db, principal.user.id, Math.ceil(app.config.ai.timeoutMs / 1000), app.now?.() ?? new Date(), 'probe');
   try {
     const status = await callGateway<{ server_name: string; tools: string[] }>(app.config, '/v1/status', { mcp: { url: mcpUrl, token: probe.token } });
@@ -158,13 +165,14 @@ function turnAccepted(jobId: string | null, conversation: { status: string; seq:
 export const MESSAGE_FORM = z.object({ text: requiredText(MAX_MESSAGE) });
 export const APPROVAL_FORM = z.object({ approve: z.boolean() });
 
-/** POST messages/: the user's text, then a turn in a job (202); 409 while busy or awaiting approval. */
+/** POST messages/: the user's text, then a turn in a job (202); 409 while busy or awaiting approval; 429 at the user's AI job limit. */
 export async function postMessage(app: AppContext, principal: Principal, id: string, body: Record<string, unknown>, mcpUrl: string) {
   const { text } = validateForm(MESSAGE_FORM, body);
   return app.db.transaction(async (trx) => {
     const conversation = await owned(trx, principal, id, true);
     if (conversation.status === 'running') throw new HttpError(409, 'The assistant is still answering the previous message.', 'assistant_busy');
     if (conversation.status === 'awaiting_approval') throw new HttpError(409, 'The assistant waits for your answer to a proposed change.', 'awaiting_approval');
+    await reserveAiJob(trx, principal.user.id);
     const seq = conversation.seq + 1;
     await trx('assistant_messages').insert({ conversation_id: id, seq, role: 'user', content: text });
     const [updated] = (await trx('assistant_conversations')
@@ -184,12 +192,13 @@ export async function postMessage(app: AppContext, principal: Principal, id: str
   });
 }
 
-/** POST approval/: the user's answer to a writing tool call (202); 409 when no call waits. */
+/** POST approval/: the user's answer to a writing tool call (202); 409 when no call waits; 429 at the user's AI job limit. */
 export async function answerApproval(app: AppContext, principal: Principal, id: string, body: Record<string, unknown>, mcpUrl: string) {
   const { approve } = validateForm(APPROVAL_FORM, body);
   return app.db.transaction(async (trx) => {
     const conversation = await owned(trx, principal, id, true);
     if (conversation.status !== 'awaiting_approval' || !conversation.pending_call) throw new HttpError(409, 'No call waits for approval.', 'no_pending_call');
+    await reserveAiJob(trx, principal.user.id);
     const [updated] = (await trx('assistant_conversations')
       .where('id', id)
       .update({
