@@ -1,10 +1,9 @@
-import fs from 'node:fs/promises';
-import Busboy from 'busboy';
 import { fileTypeFromBuffer } from 'file-type';
 import type { Context } from 'koa';
 import type { AppContext } from '../../context.ts';
 import { HttpError } from '../../http/errors.ts';
-import { spoolToFile, type SpooledFile } from '../../http/spool.ts';
+import { discardReceived, readMultipart, type ReceivedFile } from '../../http/multipart.ts';
+import type { HeldFile } from '../kyc/storage.ts';
 
 /**
  * Evidence files of compliance decisions and approval signatures: up to ten per request, streamed
@@ -25,13 +24,12 @@ export interface StoredAttachment {
   path: string;
 }
 
-interface Received extends SpooledFile {
-  name: string;
-}
+/** An attachment as received: a temporary file, not stored yet. */
+export type ReceivedAttachment = ReceivedFile;
 
 export interface ReceivedForm {
   fields: Record<string, string>;
-  files: Received[];
+  files: ReceivedAttachment[];
 }
 
 /** The evidence allowlist: the KYC uploads' images and videos, and PDF. */
@@ -49,79 +47,48 @@ export async function sniffEvidence(name: string, head: Buffer): Promise<string>
 }
 
 /**
- * Reads a multipart body: text fields, and files under `attachments[]` (or `attachments`). An
- * eleventh file, an oversized one or a broken body is refused (400/413) with nothing kept.
+ * Reads a multipart body with the service's one multipart reader: text fields, and files under
+ * `attachments[]` (or `attachments`). An eleventh file, an oversized one, a broken or aborted body
+ * is refused (400/413) with nothing kept. The files are temporary until withStoredAttachments.
  */
-export async function receiveForm(ctx: Context, temporaryDirectory: string): Promise<ReceivedForm> {
-  await fs.mkdir(temporaryDirectory, { recursive: true });
-  const fields: Record<string, string> = {};
-  const files: Received[] = [];
-  const written: string[] = [];
-  let parser: Busboy.Busboy;
-  try {
-    parser = Busboy({ headers: ctx.req.headers, limits: { fileSize: MAX_ATTACHMENT_BYTES, files: MAX_ATTACHMENTS + 1, fields: 20, fieldSize: 64 * 1024, parts: MAX_ATTACHMENTS + 25 } });
-  } catch (error) {
-    throw new HttpError(400, `Malformed multipart request: ${(error as Error).message}`, 'multipart_invalid');
-  }
-  const done = new Promise<void>((resolve, reject) => {
-    const writes: Promise<void>[] = [];
-    let count = 0;
-    parser.on('field', (name, value) => {
-      fields[name] = value;
-    });
-    parser.on('file', (field, stream, info) => {
-      if (field !== 'attachments[]' && field !== 'attachments') {
-        stream.resume();
-        return;
-      }
-      count += 1;
-      if (count > MAX_ATTACHMENTS) {
-        stream.resume();
-        reject(new HttpError(400, `At most ${MAX_ATTACHMENTS} attachments may be sent.`, 'too_many_attachments'));
-        return;
-      }
-      const position = count - 1;
-      const { temporaryPath, written: spooled } = spoolToFile(stream, temporaryDirectory);
-      written.push(temporaryPath);
-      stream.on('limit', () => reject(new HttpError(413, `An attachment is larger than ${MAX_ATTACHMENT_BYTES / (1024 * 1024)} MB.`, 'file_too_large')));
-      writes.push(
-        spooled.then((file) => {
-          files[position] = { name: info.filename ?? '', ...file };
-        }),
-      );
-    });
-    parser.on('filesLimit', () => reject(new HttpError(400, `At most ${MAX_ATTACHMENTS} attachments may be sent.`, 'too_many_attachments')));
-    parser.on('error', (error: Error) => reject(new HttpError(400, `Malformed multipart request: ${error.message}`, 'multipart_invalid')));
-    parser.on('close', () => Promise.all(writes).then(() => resolve(), reject));
+export function receiveForm(ctx: Context, temporaryDirectory: string): Promise<ReceivedForm> {
+  return readMultipart(ctx, {
+    temporaryDirectory,
+    fileFields: ['attachments[]', 'attachments'],
+    maxFiles: MAX_ATTACHMENTS,
+    tooManyFiles: () => new HttpError(400, `At most ${MAX_ATTACHMENTS} attachments may be sent.`, 'too_many_attachments'),
+    maxFileBytes: MAX_ATTACHMENT_BYTES,
+    tooLargeMessage: `An attachment is larger than ${MAX_ATTACHMENT_BYTES / (1024 * 1024)} MB.`,
+    limits: { files: MAX_ATTACHMENTS + 1, fields: 20, fieldSize: 64 * 1024, parts: MAX_ATTACHMENTS + 25 },
   });
-  ctx.req.pipe(parser);
-  try {
-    await done;
-  } catch (error) {
-    ctx.req.unpipe(parser);
-    ctx.req.pause();
-    ctx.set('Connection', 'close');
-    await Promise.allSettled(written.map((temporary) => fs.rm(temporary, { force: true })));
-    throw error;
-  }
-  return { fields, files: files.filter(Boolean) };
 }
 
-/** Checks every received file (empty, type by content) before any is stored; then stores them all. */
-export async function storeAttachments(app: Pick<AppContext, 'files'>, files: Received[]): Promise<StoredAttachment[]> {
+/**
+ * Checks every received file (empty, type by content) before any is stored; stores them all; runs
+ * `work` (the decision or signature that references them, in its transaction). The files stay only
+ * when `work` succeeds: a refusal inside it (a 409 race, a validation, a failed write) removes
+ * every file this request added to the store, and the temporary files go in every case.
+ */
+export async function withStoredAttachments<T>(app: Pick<AppContext, 'files'>, files: ReceivedAttachment[], work: (attachments: StoredAttachment[]) => Promise<T>): Promise<T> {
+  const held: HeldFile[] = [];
+  let succeeded = false;
   try {
     const types: string[] = [];
     for (const file of files) {
-      if (file.size === 0) throw new HttpError(400, `${file.name.slice(0, 100) || 'An attachment'} is empty.`, 'file_empty');
-      types.push(await sniffEvidence(file.name, file.head));
+      if (file.size === 0) throw new HttpError(400, `${file.filename.slice(0, 100) || 'An attachment'} is empty.`, 'file_empty');
+      types.push(await sniffEvidence(file.filename, file.head));
     }
     const stored: StoredAttachment[] = [];
     for (const [index, file] of files.entries()) {
-      const key = await app.files.put(file.temporaryPath, file.sha256);
-      stored.push({ name: file.name.slice(0, 255), content_type: types[index]!, size: file.size, sha256: file.sha256, path: key });
+      const hold = await app.files.hold(file.temporaryPath, file.sha256);
+      held.push(hold);
+      stored.push({ name: file.filename.slice(0, 255), content_type: types[index]!, size: file.size, sha256: file.sha256, path: hold.key });
     }
-    return stored;
+    const result = await work(stored);
+    succeeded = true;
+    return result;
   } finally {
-    await Promise.allSettled(files.map((file) => fs.rm(file.temporaryPath, { force: true })));
+    await discardReceived(files);
+    await Promise.allSettled(held.map((hold) => hold.settle(succeeded)));
   }
 }

@@ -3,7 +3,7 @@ import type { Knex } from 'knex';
 import type { AppContext } from '../../context.ts';
 import type { Row } from '../backoffice/registry.ts';
 import type { Principal } from '../staff/principal.ts';
-import { ValidationFailed } from '../backoffice/write.ts';
+import { ValidationFailed } from '../backoffice/errors.ts';
 import { applyDecision, clearDecision } from './decisions.ts';
 
 /** What closing a case needs beyond the write chain's transaction: set once by the composition root. */

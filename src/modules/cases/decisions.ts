@@ -5,11 +5,11 @@ import { permissionFor } from '../backoffice/declare.ts';
 import { z } from '../../http/openapi.ts';
 import { getRow } from '../backoffice/query.ts';
 import type { BoundModel, Row } from '../backoffice/registry.ts';
-import { ObjectNotFound, PermissionDenied, ValidationFailed, type WriteOrigin } from '../backoffice/write.ts';
+import type { WriteOrigin } from '../backoffice/write.ts';
+import { ObjectNotFound, PendingApprovalConflict, PermissionDenied, ValidationFailed } from '../backoffice/errors.ts';
 import type { Principal } from '../staff/principal.ts';
 import { findPolicy, openRequest, pendingRequestFor, PENDING_MESSAGE, refuseStale, registerApplier, type PolicyRow, type RequestRow } from '../approvals/service.ts';
 import type { AdminSite } from '../backoffice/site.ts';
-import { PendingApprovalConflict } from '../backoffice/write.ts';
 import { checkForm, requiredText } from '../../validation/form.ts';
 import { MAX_ATTACHMENTS, type StoredAttachment } from './attachments.ts';
 

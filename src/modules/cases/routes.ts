@@ -8,38 +8,82 @@ import { readJsonObject } from '../../http/json-body.ts';
 import { errorResponses, z } from '../../http/openapi.ts';
 import { getRow } from '../backoffice/query.ts';
 import type { BoundModel } from '../backoffice/registry.ts';
-import { ObjectNotFound, PendingApprovalConflict, PermissionDenied, ValidationFailed, type WriteOrigin } from '../backoffice/write.ts';
+import type { WriteOrigin } from '../backoffice/write.ts';
+import { ObjectNotFound, PermissionDenied, ValidationFailed } from '../backoffice/errors.ts';
 import { MOBILE_PREFIX } from '../mobile/constants.ts';
-import { checkForm, validationFailed } from '../../validation/form.ts';
+import { checkForm } from '../../validation/form.ts';
 import { createIdentity, requireDevice, type MobileState } from '../mobile/guard.ts';
 import type { Principal } from '../staff/principal.ts';
-import { approvalBlock, ApprovalStateError, processRequest, type ProcessInput, type RequestRow } from '../approvals/service.ts';
-import { MAX_ATTACHMENTS, receiveForm, storeAttachments, type StoredAttachment } from './attachments.ts';
-import { cleanDecision, DECISION_FORM, DECISION_TARGETS, mayDecide, submitDecision } from './decisions.ts';
+import {
+  approvalBlock,
+  ApprovalStateError,
+  maySign,
+  processRequest,
+  type PolicyRow,
+  type ProcessInput,
+  type RequestRow,
+} from '../approvals/service.ts';
+import { discardReceived, refuseUnreadBody } from '../../http/multipart.ts';
+import { MAX_ATTACHMENTS, receiveForm, withStoredAttachments, type ReceivedAttachment, type StoredAttachment } from './attachments.ts';
+import { clearDecision, cleanDecision, DECISION_FORM, DECISION_TARGETS, mayDecide, submitDecision } from './decisions.ts';
+import { httpErrorOf } from '../backoffice/access.ts';
 
 /** JSON bodies of case-work endpoints are small forms; files come as multipart. */
 const JSON_LIMIT_BYTES = 256 * 1024;
 
-/** A JSON object, or a multipart form whose attachments[] files are checked and stored. */
-export async function readCaseWorkBody(app: AppContext, ctx: Context): Promise<{ fields: Record<string, unknown>; files: Awaited<ReturnType<typeof receiveForm>>['files'] }> {
+export interface CaseWorkBody {
+  fields: Record<string, unknown>;
+  /** Temporary files: stored by withStoredAttachments only for a request that goes through. */
+  files: ReceivedAttachment[];
+}
+
+/**
+ * A JSON object, or a multipart form with attachments[] files received to temporary files. Read
+ * only once the request is known to be allowed (checkDecision, checkProcessing): a refused
+ * request's files are never read, let alone stored.
+ */
+export async function readCaseWorkBody(app: AppContext, ctx: Context): Promise<CaseWorkBody> {
   if (ctx.is('multipart/form-data')) return receiveForm(ctx, app.files.temporaryDirectory());
   return { fields: await readJsonObject(ctx, JSON_LIMIT_BYTES), files: [] };
 }
 
-/** The back-office errors of case work as HTTP errors in the envelope (never a 500). */
-export function caseWorkError(error: unknown): unknown {
-  if (error instanceof ValidationFailed) {
-    const failure = validationFailed(error.errors);
-    return error.warnings.length ? new HttpError(400, failure.message, failure.reason, { ...failure.data, warnings: error.warnings }) : failure;
-  }
-  if (error instanceof PermissionDenied) return new HttpError(403, error.message, 'permission_denied');
-  if (error instanceof ObjectNotFound) return new HttpError(404, error.message, 'not_found');
-  if (error instanceof PendingApprovalConflict) return new HttpError(409, error.message, 'pending_approval', { messages: [{ level: 'error', message: error.message }] });
-  if (error instanceof ApprovalStateError) {
-    return error.message === 'not_found' ? new HttpError(404, 'This approval request does not exist.', 'not_found') : new HttpError(409, error.message, 'approval_state');
-  }
-  return error;
+/**
+ * What the URL and the principal tell about a decision before its body is read: the principal
+ * may decide on the model (403), the record exists and is theirs to see (404), no change to it is
+ * waiting for approval (409). submitDecision checks all of it again in its transaction.
+ */
+export async function checkDecision(app: AppContext, model: BoundModel, principal: Principal, pk: string): Promise<void> {
+  if (!mayDecide(principal, model)) throw new PermissionDenied();
+  await app.db.transaction(async (trx) => {
+    const row = await getRow(trx, model, principal, pk);
+    if (!row) throw new ObjectNotFound(model, pk);
+    await clearDecision(trx, app.backoffice.site, principal, model, row);
+  });
 }
+
+/**
+ * What the URL and the principal tell about processing an approval request before the body (and
+ * its action) is read: the request exists (404) and is pending (409); its maker may withdraw it;
+ * anyone else must be a signer of its policy (403) who has not signed it yet, and its replay
+ * evidence must be ready (409). processRequest checks all of it again with the request locked.
+ */
+export async function checkProcessing(app: AppContext, principal: Principal, requestId: string): Promise<void> {
+  const request = (await app.db('approval_requests').where({ id: requestId }).first()) as RequestRow | undefined;
+  if (!request) throw new ApprovalStateError('not_found');
+  if (request.status !== 'pending') throw new ApprovalStateError(`This request was already ${request.status}.`);
+  if (request.maker_id === principal.user.id) return;
+  const policy = request.policy_id === null ? null : (((await app.db('approval_policies').where({ id: request.policy_id }).first()) as PolicyRow | undefined) ?? null);
+  if (!(await maySign(app.db, principal, policy, request))) throw new PermissionDenied('You are not authorized to sign this request.');
+  if (request.evidence_status === 'queued' || request.evidence_status === 'running') {
+    throw new ApprovalStateError('The replay evidence of this rule change is still being computed; sign once it is attached.');
+  }
+  if (await app.db('approval_signatures').where({ request_id: requestId, user_id: principal.user.id }).first('id')) {
+    throw new ApprovalStateError('You have already signed this request.');
+  }
+}
+
+/** The back-office errors of case work as HTTP errors in the envelope (never a 500): the access core maps them. */
+export const caseWorkError = httpErrorOf;
 
 /** The decision target named by a path: registered and one of the three decision models, else 404. */
 export function decisionModel(app: AppContext, appLabel: string, modelName: string): BoundModel {
@@ -48,11 +92,18 @@ export function decisionModel(app: AppContext, appLabel: string, modelName: stri
   return model;
 }
 
-/** Checks, stores the files, and submits a decision; shared by the mobile endpoint and the web form. */
-export async function decide(app: AppContext, model: BoundModel, principal: Principal, pk: string, fields: Record<string, unknown>, files: Awaited<ReturnType<typeof receiveForm>>['files'], origin: WriteOrigin) {
-  const input = cleanDecision(fields);
-  const attachments: StoredAttachment[] = await storeAttachments(app, files);
-  return submitDecision(app, model, principal, pk, input, attachments, origin);
+/**
+ * Validates, then submits a decision with its files, which stay only if the decision (or its
+ * approval request) is written; shared by the mobile endpoint and the web form. The temporary
+ * files go whatever happens.
+ */
+export async function decide(app: AppContext, model: BoundModel, principal: Principal, pk: string, fields: Record<string, unknown>, files: ReceivedAttachment[], origin: WriteOrigin) {
+  try {
+    const input = cleanDecision(fields);
+    return await withStoredAttachments(app, files, (attachments) => submitDecision(app, model, principal, pk, input, attachments, origin));
+  } finally {
+    await discardReceived(files);
+  }
 }
 
 /** The answer to an approval request; the OpenAPI document shows the same schema. */
@@ -73,6 +124,7 @@ export function registerCaseWorkRoutes(router: Router, app: AppContext, docs: Op
   const principalOf = (ctx: Context) => (ctx.state as MobileState).mobile.principal;
 
   router.post(`${MOBILE_PREFIX}data/approval/:model/:pk/process/`, authenticated, async (ctx) => {
+    let body: CaseWorkBody | undefined;
     try {
       const principal = principalOf(ctx);
       const pathModel = app.backoffice.site.get('approval', ctx.params.model!);
@@ -80,25 +132,30 @@ export function registerCaseWorkRoutes(router: Router, app: AppContext, docs: Op
       if (!app.backoffice.site.can(principal, pathModel, 'view')) throw new PermissionDenied();
       const requests = app.backoffice.site.get('approval', 'approvalrequest')!;
       if (!(await getRow(app.db, requests, principal, ctx.params.pk!))) throw new ApprovalStateError('not_found');
-      const { fields, files } = await readCaseWorkBody(app, ctx);
-      const input = processInput(fields, []);
-      input.attachments = await storeAttachments(app, files);
-      const outcome = await processRequest(app, principal, ctx.params.pk!, input);
+      // Everything the URL and the principal tell, before a byte of the body (and its files) is read.
+      await checkProcessing(app, principal, ctx.params.pk!);
+      body = await readCaseWorkBody(app, ctx);
+      const input = processInput(body.fields, []);
+      const outcome = await withStoredAttachments(app, body.files, (attachments) => processRequest(app, principal, ctx.params.pk!, { ...input, attachments }));
       const request = (await app.db('approval_requests').where({ id: ctx.params.pk }).first()) as RequestRow;
       respond(ctx, outcome.message, { ...outcome, request: await approvalBlock({ db: app.db, site: app.backoffice.site }, principal, request) });
     } catch (error) {
+      if (!body) refuseUnreadBody(ctx);
       throw caseWorkError(error);
+    } finally {
+      if (body) await discardReceived(body.files);
     }
   });
 
   router.post(`${MOBILE_PREFIX}data/:app/:model/:pk/decision/`, authenticated, async (ctx) => {
+    let body: CaseWorkBody | undefined;
     try {
       const principal = principalOf(ctx);
       const model = decisionModel(app, ctx.params.app!, ctx.params.model!);
-      // Permission before the body: a caller who may not decide never uploads anything.
-      if (!mayDecide(principal, model)) throw new PermissionDenied();
-      const { fields, files } = await readCaseWorkBody(app, ctx);
-      const outcome = await decide(app, model, principal, ctx.params.pk!, fields, files, { channel: 'mobile' });
+      // Permission, record and pending approval before the body: a refused caller never uploads anything.
+      await checkDecision(app, model, principal, ctx.params.pk!);
+      body = await readCaseWorkBody(app, ctx);
+      const outcome = await decide(app, model, principal, ctx.params.pk!, body.fields, body.files, { channel: 'mobile' });
       if (outcome.status === 'pending') {
         const message = 'Change submitted for approval.';
         respond(ctx, message, { messages: [{ level: 'info', message }], pending_approval: true, approval_request: outcome.approvalRequestId }, 202);
@@ -106,7 +163,10 @@ export function registerCaseWorkRoutes(router: Router, app: AppContext, docs: Op
       }
       respond(ctx, 'Decision recorded.', { decision: decisionPayload(outcome.decision), target: outcome.target, pending_approval: false }, 201);
     } catch (error) {
+      if (!body) refuseUnreadBody(ctx);
       throw caseWorkError(error);
+    } finally {
+      if (body) await discardReceived(body.files);
     }
   });
 

@@ -7,7 +7,7 @@ import type { BoundModel } from '../backoffice/registry.ts';
 import { CsrfField } from '../backoffice/web/layout.tsx';
 import { adminState, objectUrl } from '../backoffice/web/common.tsx';
 import { addMessage } from '../backoffice/web/session.ts';
-import { ValidationFailed } from '../backoffice/write.ts';
+import { ValidationFailed } from '../backoffice/errors.ts';
 import type { DiffEntry, TypedDiff } from '../approvals/service.ts';
 import { processRequest } from '../approvals/service.ts';
 import type { ReplayEvidence } from '../approvals/replay.ts';

@@ -73,22 +73,30 @@ export async function storeUpload(app: AppContext, upload: ReceivedUpload, fixed
     const mime = await contentType(requestedType, file.head);
 
     const extraData = parseExtraData(upload.fields.extra_data);
-    const key = await app.files.put(file.temporaryPath, file.sha256);
+    // Held until the artifact row commits: a failed write takes the file it added away again.
+    const held = await app.files.hold(file.temporaryPath, file.sha256);
+    const key = held.key;
     const artifactId = randomUUID();
-    await app.db.transaction(async (trx) => {
-      await trx('verification_artifacts').insert({
-        id: artifactId,
-        session_id: session.id,
-        artifact_type: requestedType,
-        content_type: mime,
-        size: file.size,
-        sha256: file.sha256,
-        path: key,
-        extra_data: extraData === null ? null : JSON.stringify(extraData),
+    let committed = false;
+    try {
+      await app.db.transaction(async (trx) => {
+        await trx('verification_artifacts').insert({
+          id: artifactId,
+          session_id: session.id,
+          artifact_type: requestedType,
+          content_type: mime,
+          size: file.size,
+          sha256: file.sha256,
+          path: key,
+          extra_data: extraData === null ? null : JSON.stringify(extraData),
+        });
+        if (VERIFIERS.has(requestedType)) await app.jobs.enqueueVerification(trx, artifactId);
+        else await markArtifactSucceeded(trx, session.id, requestedType);
       });
-      if (VERIFIERS.has(requestedType)) await app.jobs.enqueueVerification(trx, artifactId);
-      else await markArtifactSucceeded(trx, session.id, requestedType);
-    });
+      committed = true;
+    } finally {
+      await held.settle(committed);
+    }
     return { artifact_id: artifactId, artifact_type: requestedType, path: key };
   } catch (error) {
     await discard(upload.file);
