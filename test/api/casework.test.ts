@@ -14,7 +14,8 @@ import { createGroup } from '../../src/modules/staff/service.ts';
 import { permissionCodenames } from '../../src/modules/backoffice/registrations.ts';
 import { detailBlocks } from '../../src/modules/backoffice/registrations.ts';
 import { getRow } from '../../src/modules/backoffice/query.ts';
-import { PendingApprovalConflict, saveObject, ValidationFailed } from '../../src/modules/backoffice/write.ts';
+import { saveObject } from '../../src/modules/backoffice/write.ts';
+import { PendingApprovalConflict, ValidationFailed } from '../../src/modules/backoffice/errors.ts';
 import { setApprovalPolicies, setDecisionWebhook } from '../../src/modules/approvals/policies.ts';
 import { processRequest } from '../../src/modules/approvals/service.ts';
 

@@ -2,7 +2,7 @@
 import { randomUUID } from 'node:crypto';
 import test from 'ava';
 import { permissionCodenames } from '../../src/modules/backoffice/registrations.ts';
-import { PendingApprovalConflict } from '../../src/modules/backoffice/write.ts';
+import { PendingApprovalConflict } from '../../src/modules/backoffice/errors.ts';
 import { stripHtml } from '../../src/modules/mobile/present.ts';
 import { listPage, recordDetail } from '../../src/modules/mobile/data.ts';
 import { AdminSite } from '../../src/modules/backoffice/site.ts';
@@ -215,8 +215,8 @@ test('detail: typed fields with kind, value, display, editable, tone and relatio
     type: 'field', label: 'Customer', kind: 'relation', value: customerId, display: 'Ada <script>alert(1)</script>', editable: false,
     related_model: 'customer.customer', related_pk: customerId,
   });
-  // The analyst may not open events: the link falls back to text.
-  t.deepEqual(data.fields.event_slug, { type: 'field', label: 'Event', kind: 'text', value: 'payment', display: 'Payment (payment)', editable: false });
+  // The analyst may not view events: no link, and the event is not named (its key is the display).
+  t.deepEqual(data.fields.event_slug, { type: 'field', label: 'Event', kind: 'text', value: 'payment', display: 'payment', editable: false });
   t.deepEqual(data.fields.decision, { type: 'field', label: 'Decision', kind: 'badge', value: 'REVIEW', display: 'Review', editable: false, tone: 'warning' });
   t.like(data.fields.amount, { kind: 'number', value: '2500.00', display: '2500.00' });
   t.like(data.fields.event_date, { kind: 'date', value: '2026-01-11T09:00:00', display: '2026-01-11T09:00:00' });

@@ -6,7 +6,7 @@ import { proposedRules, replayInput, unflatten } from '../../src/modules/approva
 import { alertKind } from '../../src/modules/cases/alerts.ts';
 import { cleanDecision } from '../../src/modules/cases/decisions.ts';
 import { actionCode, type RequestRow } from '../../src/modules/approvals/service.ts';
-import { ValidationFailed } from '../../src/modules/backoffice/write.ts';
+import { ValidationFailed } from '../../src/modules/backoffice/errors.ts';
 import type { Principal } from '../../src/modules/staff/principal.ts';
 
 const THRESHOLDS = { review: 50, reject: 80 };

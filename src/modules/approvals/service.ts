@@ -2,18 +2,8 @@ import type { Knex } from 'knex';
 import type { AppContext } from '../../context.ts';
 import { permissionFor } from '../backoffice/declare.ts';
 import type { BoundModel, Row, RowAnnotator } from '../backoffice/registry.ts';
-import {
-  deleteObject,
-  PendingApprovalConflict,
-  jsonable,
-  sameValue,
-  PermissionDenied,
-  saveObject,
-  ValidationFailed,
-  type ApprovalCandidate,
-  type ApprovalHook,
-  type WriteOrigin,
-} from '../backoffice/write.ts';
+import { deleteObject, jsonable, sameValue, saveObject, type ApprovalCandidate, type ApprovalHook, type WriteOrigin } from '../backoffice/write.ts';
+import { ChainError, PendingApprovalConflict, PermissionDenied, ValidationFailed } from '../backoffice/errors.ts';
 import { loadPrincipal, type Principal } from '../staff/principal.ts';
 import type { StoredAttachment } from '../cases/attachments.ts';
 import type { AdminSite, DetailBlockProvider } from '../backoffice/site.ts';
@@ -364,7 +354,19 @@ function publicAttachment(attachment: StoredAttachment) {
   return { name: attachment.name, content_type: attachment.content_type, size: attachment.size, sha256: attachment.sha256 };
 }
 
-export class ApprovalStateError extends Error {}
+/** A request that cannot be processed as asked: 404 when it does not exist ('not_found'), else 409 with the reason. */
+export class ApprovalStateError extends ChainError {
+  readonly reason: string;
+  readonly status: number;
+  constructor(message: string) {
+    super(message === 'not_found' ? 'This approval request does not exist.' : message);
+    this.status = message === 'not_found' ? 404 : 409;
+    this.reason = message === 'not_found' ? 'not_found' : 'approval_state';
+  }
+  override data(): Record<string, unknown> {
+    return {};
+  }
+}
 
 export interface ProcessInput {
   action: 'approve' | 'reject' | 'withdraw';

@@ -2,7 +2,7 @@ import { HttpError } from '../../http/errors.ts';
 import type { Principal } from '../staff/principal.ts';
 import type { ActionDeclaration, BoundModel, Operation, ResolvedField, Row } from './registry.ts';
 import type { AdminSite } from './site.ts';
-import { ChainError } from './write.ts';
+import { ChainError } from './errors.ts';
 
 /**
  * The access core: for a principal, a model and (where it matters) one of its rows, what may be

@@ -3,7 +3,7 @@ import type { Principal } from '../staff/principal.ts';
 import { autocomplete, QueryError, type AutocompletePage } from './query.ts';
 import type { BoundModel, ResolvedField } from './registry.ts';
 import type { AdminSite } from './site.ts';
-import { PermissionDenied } from './write.ts';
+import { PermissionDenied } from './errors.ts';
 
 /**
  * The options of a relation field, as the web form's search box and the mobile API's

@@ -4,7 +4,11 @@ import type { Principal } from '../staff/principal.ts';
 import { cleanForm, writableFields } from './forms.ts';
 import { getRow, scopedQuery, validPk } from './query.ts';
 import type { AdminSite } from './site.ts';
-import type { BoundModel, FieldErrors, Row, SaveContext } from './registry.ts';
+import type { BoundModel, Row, SaveContext } from './registry.ts';
+import { canObject, canRunAction } from './access.ts';
+import { ObjectNotFound, PermissionDenied, ValidationFailed } from './errors.ts';
+// TEMPORARY: importers move to errors.ts
+export { ChainError, ObjectNotFound, PendingApprovalConflict, PermissionDenied, ValidationFailed } from './errors.ts';
 import { formatTimestamp } from '../mobile/dates.ts';
 
 /**
@@ -15,64 +19,6 @@ import { formatTimestamp } from '../mobile/dates.ts';
  */
 
 export type Message = { level: 'info' | 'success' | 'warning' | 'error'; message: string };
-
-/**
- * What the write chain and the access checks refuse with: each error carries its HTTP status and
- * stable reason, so every face (web, mobile, MCP, CLI) maps it once (access.ts httpErrorOf).
- */
-export abstract class ChainError extends Error {
-  abstract readonly status: number;
-  abstract readonly reason: string;
-  /** Fields the envelope's data adds. */
-  data(): Record<string, unknown> {
-    return { messages: [{ level: 'error', message: this.message }] };
-  }
-}
-
-export class ValidationFailed extends ChainError {
-  readonly status = 400;
-  readonly reason = 'validation_failed';
-  constructor(
-    readonly errors: FieldErrors,
-    readonly warnings: string[] = [],
-  ) {
-    super('Validation failed.');
-  }
-  override data(): Record<string, unknown> {
-    return { errors: this.errors, warnings: this.warnings };
-  }
-}
-
-export class PermissionDenied extends ChainError {
-  readonly status = 403;
-  readonly reason = 'permission_denied';
-  constructor(message = 'You do not have permission to perform this action.') {
-    super(message);
-  }
-  override data(): Record<string, unknown> {
-    return {};
-  }
-}
-
-export class ObjectNotFound extends ChainError {
-  readonly status = 404;
-  readonly reason = 'not_found';
-  constructor(model: BoundModel, pk: string) {
-    super(`${model.verboseName} with pk ${pk.slice(0, 100)} does not exist.`);
-  }
-  override data(): Record<string, unknown> {
-    return {};
-  }
-}
-
-/** A change while another one waits for approval on the same record. */
-export class PendingApprovalConflict extends ChainError {
-  readonly status = 409;
-  readonly reason = 'pending_approval';
-  override data(): Record<string, unknown> {
-    return { ...super.data(), pending_approval: true };
-  }
-}
 
 export type WriteOperation = 'add' | 'change' | 'delete';
 
@@ -228,7 +174,7 @@ export async function saveObject(
   const origin = options.origin ?? { channel: 'web' };
   const existing = pk === null ? null : await getRow(chain.db, model, principal, pk);
   if (pk !== null && !existing) throw new ObjectNotFound(model, pk);
-  if (existing && model.objectPermission && !model.objectPermission(principal, 'change', existing)) throw new PermissionDenied();
+  if (existing && !canObject(chain.site, principal, model, 'change', existing)) throw new PermissionDenied();
 
   const { cleaned, errors, warnings } = await cleanForm(chain.site, chain.db, model, input, options.partial ?? false);
   if (Object.keys(errors).length) throw new ValidationFailed(errors, warnings);
@@ -306,7 +252,7 @@ export async function deleteObject(chain: WriteChain, model: BoundModel, princip
   const result = await chain.db.transaction(async (trx) => {
     const row = await getRow(trx, model, principal, pk, true);
     if (!row) throw new ObjectNotFound(model, pk);
-    if (model.objectPermission && !model.objectPermission(principal, 'delete', row)) throw new PermissionDenied();
+    if (!canObject(chain.site, principal, model, 'delete', row)) throw new PermissionDenied();
     if (chain.approvalHook) {
       const pending = await chain.approvalHook({ trx, model, operation: 'delete', pk, before: row, values: {}, cleaned: {}, principal, origin });
       if (pending) return { pending, row };
@@ -329,10 +275,7 @@ export async function deleteObject(chain: WriteChain, model: BoundModel, princip
 export async function runAction(chain: WriteChain, model: BoundModel, principal: Principal, actionName: string, pks: string[]): Promise<Message> {
   const action = model.actions?.find((candidate) => candidate.name === actionName);
   if (!action) throw new ValidationFailed({ action: [{ message: `Unknown action: ${actionName.slice(0, 100)}.`, code: 'invalid_choice' }] });
-  const allowed = ['view', 'add', 'change', 'delete'].includes(action.permission)
-    ? chain.site.can(principal, model, action.permission as 'view' | 'add' | 'change' | 'delete')
-    : principal.has(action.permission);
-  if (!allowed) throw new PermissionDenied();
+  if (!canRunAction(chain.site, principal, model, action)) throw new PermissionDenied();
   pks = pks.filter((pk) => validPk(model, pk));
   if (!pks.length) throw new ValidationFailed({ action: [{ message: 'Items must be selected in order to perform actions on them.', code: 'required' }] });
   return chain.db.transaction(async (trx) => {

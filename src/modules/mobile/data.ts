@@ -4,10 +4,10 @@ import type { Context, Middleware } from 'koa';
 import type { OpenAPIRegistry } from '@asteasolutions/zod-to-openapi';
 import type { AppContext } from '../../context.ts';
 import { respond } from '../../http/envelope.ts';
-import { BadRequestError, ForbiddenError, HttpError, MethodNotAllowedError } from '../../http/errors.ts';
+import { ForbiddenError, HttpError, MethodNotAllowedError } from '../../http/errors.ts';
 import { readJsonObject } from '../../http/json-body.ts';
 import { z } from '../../http/openapi.ts';
-import { httpErrorOf } from '../backoffice/access.ts';
+import { canObject, httpErrorOf, objectPerms } from '../backoffice/access.ts';
 import { relationOptions } from '../backoffice/autocomplete.ts';
 import {
   filterParameters,
@@ -23,16 +23,7 @@ import {
 import { detailBlocks } from '../backoffice/registrations.ts';
 import type { AdminSite } from '../backoffice/site.ts';
 import type { BoundModel, ResolvedField, Row } from '../backoffice/registry.ts';
-import {
-  deleteObject,
-  loadRelations,
-  ObjectNotFound,
-  PendingApprovalConflict,
-  PermissionDenied,
-  saveObject,
-  ValidationFailed,
-  type WriteOutcome,
-} from '../backoffice/write.ts';
+import { deleteObject, loadRelations, saveObject, type WriteOutcome } from '../backoffice/write.ts';
 import type { Principal } from '../staff/principal.ts';
 import { acceptOnly, documentRoutes, invalidParameter, positiveInteger, singleParameter } from './parameters.ts';
 import {
@@ -46,7 +37,6 @@ import {
   rawValue,
   registeredModel,
 } from './present.ts';
-import { objectPerms } from './schema.ts';
 import type { MobileState } from './guard.ts';
 
 /**
@@ -366,7 +356,7 @@ export function registerDataRoutes(router: Router, app: AppContext, authenticate
     if (include !== undefined && !['0', '1', 'true', 'false'].includes(include)) throw invalidParameter('include_inlines', 'include_inlines takes 1 or 0.');
     const row = await getRow(app.db, model, principal, ctx.params.pk!);
     if (!row) throw new HttpError(404, `No ${model.verboseName} with pk ${ctx.params.pk!.slice(0, 100)} exists.`, 'not_found');
-    if (model.objectPermission && !model.objectPermission(principal, 'view', row)) {
+    if (!canObject(site(), principal, model, 'view', row)) {
       throw new ForbiddenError(`You do not have permission to view this ${model.verboseName}.`, 'permission_denied');
     }
     const detail = await recordDetail(site(), app.db, principal, model, row, include === '1' || include === 'true');

@@ -5,9 +5,10 @@ import type { OpenAPIRegistry } from '@asteasolutions/zod-to-openapi';
 import type { AppContext } from '../../context.ts';
 import { respond } from '../../http/envelope.ts';
 import { HttpError } from '../../http/errors.ts';
+import { canRunAction, isHidden, objectPerms, visibleFields } from '../backoffice/access.ts';
 import { columnKind, columnLabel, columnSortable, filterSpecs, getRow, MAX_PAGE_SIZE } from '../backoffice/query.ts';
 import type { AdminSite } from '../backoffice/site.ts';
-import type { BoundModel, Operation, ResolvedField, Row } from '../backoffice/registry.ts';
+import type { BoundModel, ResolvedField, Row } from '../backoffice/registry.ts';
 import { loadRelations } from '../backoffice/write.ts';
 import type { Principal } from '../staff/principal.ts';
 import { capitalize, dataEndpoint, endpoints, modelNotFound, modelReference, rawValue } from './present.ts';
@@ -19,7 +20,6 @@ import type { MobileState } from './guard.ts';
  * registry for the calling user's permissions; nothing here declares a model.
  */
 
-type Perms = Record<Operation, boolean>;
 
 interface SavedFilterRow {
   id: number;
@@ -103,13 +103,6 @@ interface FormFieldSchema {
   value?: unknown;
 }
 
-function visibleFormFields(model: BoundModel): ResolvedField[] {
-  return model.formFields.filter((field) => !field.declaration.hidden);
-}
-
-function hiddenNames(model: BoundModel): Set<string> {
-  return new Set(Object.entries(model.fields ?? {}).filter(([, declaration]) => declaration.hidden).map(([name]) => name));
-}
 
 function formFieldSchema(site: AdminSite, model: BoundModel, field: ResolvedField, writable: boolean, initial: Row | null): FormFieldSchema {
   const schema: FormFieldSchema = {
@@ -134,21 +127,6 @@ function formFieldSchema(site: AdminSite, model: BoundModel, field: ResolvedFiel
 }
 
 /** Whether the user may run an action: an operation on the model or a custom codename. */
-function actionAllowed(site: AdminSite, principal: Principal, model: BoundModel, permission: string): boolean {
-  return (['view', 'add', 'change', 'delete'] as string[]).includes(permission) ? site.can(principal, model, permission as Operation) : principal.has(permission);
-}
-
-/** The permissions of one record: the model's, refined by the registration's per-object hook. */
-export function objectPerms(site: AdminSite, principal: Principal, model: BoundModel, row: Row): Perms {
-  const perms = site.perms(principal, model);
-  if (!model.objectPermission) return perms;
-  return {
-    view: perms.view && model.objectPermission(principal, 'view', row),
-    add: perms.add,
-    change: perms.change && model.objectPermission(principal, 'change', row),
-    delete: perms.delete && model.objectPermission(principal, 'delete', row),
-  };
-}
 
 const OBJECT_ID_MAX = 500;
 
@@ -170,17 +148,16 @@ export async function modelSchema(site: AdminSite, db: Knex, principal: Principa
     object = { pk: String(row[model.pk]), repr: model.repr(row) };
   }
   const writable = objectId === undefined ? perms.add || perms.change : perms.change;
-  const hidden = hiddenNames(model);
-  const fields = visibleFormFields(model);
+  const fields = visibleFields(model);
   const form: Record<string, unknown> = {
     fields: fields.map((field) => formFieldSchema(site, model, field, writable, initial)),
     fieldsets: (model.fieldsets ?? [{ title: null, fields: fields.map((field) => field.name) }]).map((fieldset) => ({
       title: fieldset.title,
-      fields: fieldset.fields.filter((name) => !hidden.has(name)),
+      fields: fieldset.fields.filter((name) => !isHidden(model, name)),
       classes: fieldset.classes ?? [],
       description: fieldset.description ?? '',
     })),
-    readonly_fields: (model.readonly ?? []).filter((name) => !hidden.has(name)),
+    readonly_fields: (model.readonly ?? []).filter((name) => !isHidden(model, name)),
   };
   if (objectId === undefined && !perms.add) {
     form.error = model.disabled?.add
@@ -215,7 +192,7 @@ export async function modelSchema(site: AdminSite, db: Knex, principal: Principa
       if (!site.can(principal, target, 'view')) return [];
       return [{ model: modelReference(target), label: inline.label ?? target.verboseNamePlural, fk: inline.fk, perms: site.perms(principal, target), endpoints: endpoints(target) }];
     }),
-    actions: (model.actions ?? []).map((action) => ({ name: action.name, label: action.label, allowed: actionAllowed(site, principal, model, action.permission) })),
+    actions: (model.actions ?? []).map((action) => ({ name: action.name, label: action.label, allowed: canRunAction(site, principal, model, action) })),
   };
 }
 

@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import type { FieldErrors, ModelRegistration, Row } from '../backoffice/registry.ts';
-import { ValidationFailed } from '../backoffice/write.ts';
+import { ValidationFailed } from '../backoffice/errors.ts';
 import { hashPassword, validatePassword } from './passwords.ts';
 import { LANGUAGES, TIMEZONE_SET } from './preferences.ts';
 import type { Principal } from './principal.ts';

@@ -5,7 +5,7 @@ import { z } from '../../../http/openapi.ts';
 import { validateBody } from '../../../http/validate.ts';
 import { relationOptions } from '../autocomplete.ts';
 import { QueryError } from '../query.ts';
-import { PermissionDenied } from '../write.ts';
+import { PermissionDenied } from '../errors.ts';
 import { adminState, modelFromParams } from './common.tsx';
 
 const QUERY = z.object({

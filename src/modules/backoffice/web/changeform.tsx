@@ -3,10 +3,11 @@ import type { ComponentChildren } from 'preact';
 import type { AppContext } from '../../../context.ts';
 import { label } from '../declare.ts';
 import { writableFields } from '../forms.ts';
-import { reprFor } from '../access.ts';
+import { canObject, reprFor } from '../access.ts';
 import { getRow, inlineBlocks, joinedValues, nameLabel, scopedQuery, validPk, type InlineBlock } from '../query.ts';
 import type { BoundModel, FieldErrors, ResolvedField, Row } from '../registry.ts';
-import { deleteObject, loadRelations, ObjectNotFound, PendingApprovalConflict, PermissionDenied, saveObject, ValidationFailed } from '../write.ts';
+import { deleteObject, loadRelations, saveObject } from '../write.ts';
+import { ObjectNotFound, PendingApprovalConflict, PermissionDenied, ValidationFailed } from '../errors.ts';
 import {
   adminState,
   capitalize,
@@ -480,9 +481,9 @@ export async function renderObjectPage(ctx: Context, app: AppContext, model: Bou
     if (!options.ownPage && !site.can(principal, model, 'view')) forbidden(`You do not have permission to view ${model.verboseNamePlural}.`);
     row = (await getRow(app.db, model, principal, pk)) ?? null;
     if (!row) notFound(model, pk);
-    if (!options.ownPage && model.objectPermission && !model.objectPermission(principal, 'view', row)) forbidden();
+    if (!options.ownPage && !canObject(site, principal, model, 'view', row)) forbidden();
     row = { ...row, ...(await loadRelations(app.db, model, pk)), ...(await joinedValues(site, app.db, model, row, principal)) };
-    editable = site.can(principal, model, 'change') && (!model.objectPermission || model.objectPermission(principal, 'change', row));
+    editable = canObject(site, principal, model, 'change', row);
   }
   const values = { ...initialValues(model, row, principal.user), ...options.submitted };
   const canView = site.can(principal, model, 'view');
@@ -502,7 +503,7 @@ export async function renderObjectPage(ctx: Context, app: AppContext, model: Bou
       editable={editable}
       related={await relatedOptions(app, model, ctx, values, editable)}
       blocks={row ? await inlineBlocks(site, app.db, model, principal, row) : []}
-      canDelete={Boolean(row) && site.can(principal, model, 'delete') && (!model.objectPermission || model.objectPermission(principal, 'delete', row!))}
+      canDelete={Boolean(row) && canObject(site, principal, model, 'delete', row!)}
       canHistory={Boolean(row) && canView}
       csrfToken={state.session.csrfToken}
       preferences={principal.user}
@@ -557,7 +558,7 @@ async function viewableRow(ctx: Context, app: AppContext, model: BoundModel, pk:
   if (!site(app).can(principal, model, 'view')) forbidden(`You do not have permission to view ${model.verboseNamePlural}.`);
   const row = await getRow(app.db, model, principal, pk);
   if (!row) notFound(model, pk);
-  if (model.objectPermission && !model.objectPermission(principal, 'view', row)) forbidden();
+  if (!canObject(site(app), principal, model, 'view', row)) forbidden();
   return row;
 }
 
@@ -593,7 +594,7 @@ function DeletePage({ model, row, csrfToken, error }: { model: BoundModel; row: 
 async function deletableRow(ctx: Context, app: AppContext, model: BoundModel, pk: string): Promise<Row> {
   const row = await viewableRow(ctx, app, model, pk);
   const principal = adminState(ctx).principal;
-  if (!site(app).can(principal, model, 'delete') || (model.objectPermission && !model.objectPermission(principal, 'delete', row))) {
+  if (!canObject(site(app), principal, model, 'delete', row)) {
     forbidden(`You do not have permission to delete this ${model.verboseName}.`);
   }
   return row;

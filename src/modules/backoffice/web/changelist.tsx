@@ -1,9 +1,10 @@
 import type { Context } from 'koa';
 import type { AppContext } from '../../../context.ts';
-import type { Principal } from '../../staff/principal.ts';
 import { columnKind, columnLabel, columnSortable, filterSpecs, listRows, QueryError, scopedQuery, validPk, type FilterSpec, type ListResult } from '../query.ts';
 import type { ActionDeclaration, BoundModel, Row } from '../registry.ts';
-import { PermissionDenied, runAction, ValidationFailed } from '../write.ts';
+import { runnableActions } from '../access.ts';
+import { PermissionDenied, ValidationFailed } from '../errors.ts';
+import { runAction } from '../write.ts';
 import {
   adminState,
   capitalize,
@@ -59,16 +60,6 @@ export function changelistQueryString(state: { search: string; order: number[]; 
   if (state.page > 1) params.set('p', String(state.page));
   const text = params.toString();
   return text ? `?${text}` : '';
-}
-
-/** The actions a principal may run on a model, as runAction decides. */
-export function allowedActions(app: AppContext, model: BoundModel, state: { principal: Principal }): ActionDeclaration[] {
-  const site = app.backoffice.site;
-  return (model.actions ?? []).filter((action) =>
-    ['view', 'add', 'change', 'delete'].includes(action.permission)
-      ? site.can(state.principal, model, action.permission as 'view' | 'add' | 'change' | 'delete')
-      : state.principal.has(action.permission),
-  );
 }
 
 /** The o value after clicking column `index`: it becomes the first key (toggled if it already was). */
@@ -371,7 +362,7 @@ export async function showChangelist(ctx: Context, app: AppContext): Promise<voi
       result={result}
       error={error}
       specs={filterSpecs(model, query.filters)}
-      actions={allowedActions(app, model, state)}
+      actions={runnableActions(app.backoffice.site, state.principal, model)}
       canAdd={site.can(state.principal, model, 'add')}
       savedFilters={await savedFilters}
       csrfToken={state.session.csrfToken}
@@ -399,7 +390,7 @@ export async function postChangelistAction(ctx: Context, app: AppContext): Promi
   const back = changelistReturn(model, form);
   const actionName = form.get('action') ?? '';
   const pks = [...new Set(form.getAll('_selected_action'))].filter((pk) => validPk(model, pk)).slice(0, 1000);
-  const action = allowedActions(app, model, state).find((candidate) => candidate.name === actionName);
+  const action = runnableActions(app.backoffice.site, state.principal, model).find((candidate) => candidate.name === actionName);
   if (!actionName) {
     await addMessage(app.db, state.session, { level: 'warning', text: 'No action selected.' });
     return ctx.redirect(back);
