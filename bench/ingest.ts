@@ -20,7 +20,7 @@ import { runInNewContext } from 'node:vm';
 import Koa from 'koa';
 import type { Knex } from 'knex';
 import type { AppContext } from '../src/context.ts';
-import { createApp } from '../src/http/app.ts';
+import { createApp } from '../src/app/http.ts';
 import { upsertCustomers } from '../src/modules/customer/service.ts';
 import { createCredential } from '../src/modules/merchant/service.ts';
 import { BatchTrace } from '../src/modules/records/trace.ts';

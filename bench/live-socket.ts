@@ -16,7 +16,7 @@ import { loadSigningKey } from '../src/auth/tokens.ts';
 import { createKnex } from '../src/db/knex.ts';
 import { CHANNELS } from '../src/db/notifications.ts';
 import { migrateToLatest } from '../src/db/migrate.ts';
-import { permissionCodenames } from '../src/modules/backoffice/registrations.ts';
+import { permissionCodenames } from '../src/app/registrations.ts';
 import { createDevice } from '../src/modules/mobile/devices.ts';
 import { MobileTokens } from '../src/modules/mobile/tokens.ts';
 import { createUser } from '../src/modules/staff/service.ts';

@@ -14,7 +14,7 @@ import knexFactory from 'knex';
 import { loadConfig } from '../src/config.ts';
 import { createKnex } from '../src/db/knex.ts';
 import { migrateToLatest } from '../src/db/migrate.ts';
-import { permissionCodenames } from '../src/modules/backoffice/registrations.ts';
+import { bindAdminSite, permissionCodenames } from '../src/app/registrations.ts';
 import { sessionInfo, sessionReads, type SessionReads } from '../src/modules/mobile/account.ts';
 import { loadSigningKey } from '../src/auth/tokens.ts';
 import { authenticateCaller, pairDevice, refreshDevice, type Identity } from '../src/modules/mobile/identity.ts';
@@ -82,6 +82,7 @@ export async function benchMobileIdentity(): Promise<void> {
   const db = createKnex(url.toString(), 10);
   try {
     await migrateToLatest(db);
+    const site = await bindAdminSite(db);
     const options = { actor: { type: 'operator' as const, id: 'bench' }, known: new Set(permissionCodenames()) };
     await createGroup(db, { name: 'Analysts', permissions: ['customer.view_customer', 'engine.view_alert', 'engine.change_alert'] }, options);
     await createGroup(db, { name: 'Reviewers', permissions: ['engine.view_watchlist', 'engine.change_watchlist'] }, options);
@@ -118,7 +119,7 @@ export async function benchMobileIdentity(): Promise<void> {
       await pairing(value);
     });
     const meService = await time(async () => undefined, async () => {
-      sessionInfo(config, await authenticateCaller<SessionReads>(identity, authorization, { extra: sessionReads() }));
+      sessionInfo(config, site, await authenticateCaller<SessionReads>(identity, authorization, { extra: sessionReads() }));
     });
     const refreshService = await time(async () => pair, async (current) => {
       const next = await refreshDevice(identity, current.device, current.refresh);

@@ -8,7 +8,7 @@ import Koa from 'koa';
 import { loadConfig } from '../src/config.ts';
 import { createKnex } from '../src/db/knex.ts';
 import { migrateToLatest } from '../src/db/migrate.ts';
-import { createApp } from '../src/http/app.ts';
+import { createApp } from '../src/app/http.ts';
 import { createLogger } from '../src/logger.ts';
 import { createCredential } from '../src/modules/merchant/service.ts';
 import { buildContext } from '../src/server.ts';

@@ -9,7 +9,7 @@ import type { AddressInfo } from 'node:net';
 import { loadConfig } from '../src/config.ts';
 import { createKnex } from '../src/db/knex.ts';
 import { migrateToLatest } from '../src/db/migrate.ts';
-import { createApp } from '../src/http/app.ts';
+import { createApp } from '../src/app/http.ts';
 import { createLogger } from '../src/logger.ts';
 import { defineEvent } from '../src/modules/events/service.ts';
 import { createCredential } from '../src/modules/merchant/service.ts';

@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import type { Config } from './config.ts';
 import type { AppContext } from './context.ts';
 import { openDatabase, type Database } from './db/database.ts';
-import { createApp } from './http/app.ts';
+import { createApp } from './app/http.ts';
 import { createMetrics } from './http/metrics.ts';
 import { createLogger, type Logger } from './logger.ts';
 import { NotificationHub } from './db/notifications.ts';
@@ -17,8 +17,12 @@ import { EventCache } from './modules/events/service.ts';
 import { RuleCache } from './modules/rules/store.ts';
 import { ScreeningService } from './modules/screening/service.ts';
 import { createPools } from './pools.ts';
-import { bindAdminSite } from './modules/backoffice/registrations.ts';
-import { installCaseWork } from './modules/approvals/install.ts';
+import { bindAdminSite } from './app/registrations.ts';
+import { installCaseClosure } from './modules/cases/closing.ts';
+import { installDecisionApplier } from './modules/cases/decisions.ts';
+import { notifyDecision } from './modules/cases/webhook.ts';
+import { attachReplayEvidence } from './modules/approvals/replay.ts';
+import { createApprovalHook } from './modules/approvals/service.ts';
 import { StaffLive } from './realtime/staff.ts';
 import { deliverPush } from './modules/push/delivery.ts';
 import { PushService } from './modules/push/service.ts';
@@ -101,8 +105,15 @@ export async function buildContext(config: Config, db: Database['knex'], logger:
   sweep();
   const daily = setInterval(sweep, 86_400_000);
   daily.unref();
-  // Maker-checker approvals, compliance decisions and case closure hook into the write chain here.
-  await installCaseWork(context);
+  // Case work: the write chain's approval hook (a rule change also queues its replay evidence), the
+  // applier of approved decisions, case closure, and their two job workers.
+  context.backoffice.approvalHook = createApprovalHook((model) =>
+    model.key === 'engine.rule' ? (trx, requestId) => jobs.replayRuleChange(trx, requestId) : null,
+  );
+  installDecisionApplier(context);
+  installCaseClosure(context);
+  await jobs.work<{ decisionId: string }>(QUEUES.notifyDecision, (job) => notifyDecision(context, job.data.decisionId, job.attempt));
+  await jobs.work<{ requestId: string }>(QUEUES.replayRuleChange, (job) => attachReplayEvidence(context, job.data.requestId, job.finalAttempt));
   return context;
 }
 

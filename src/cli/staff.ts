@@ -1,5 +1,5 @@
 import type { Database } from '../db/database.ts';
-import { permissionCodenames } from '../modules/backoffice/registrations.ts';
+import { permissionCodenames } from '../app/registrations.ts';
 import { createGroup, createUser, deactivateUser, describeUser, grant, listUsers, StaffInputError } from '../modules/staff/service.ts';
 import { CliError, OPERATOR, parseOptions } from './options.ts';
 

@@ -5,7 +5,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import test from 'ava';
-import { permissionCodenames } from '../../src/modules/backoffice/registrations.ts';
+import { permissionCodenames } from '../../src/app/registrations.ts';
 import { createGroup, createUser } from '../../src/modules/staff/service.ts';
 import { adminClient, csrfTokenIn } from '../helpers/admin.ts';
 import { startTestApp, type TestApp } from '../helpers/app.ts';

@@ -3,7 +3,7 @@ import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { adminClient } from '../helpers/admin.ts';
 import { installClock, pairDevice, staffUser, type TestClock } from '../helpers/mobile.ts';
 import { createGroup } from '../../src/modules/staff/service.ts';
-import { permissionCodenames } from '../../src/modules/backoffice/registrations.ts';
+import { permissionCodenames } from '../../src/app/registrations.ts';
 import { setApprovalPolicies } from '../../src/modules/approvals/policies.ts';
 
 /**

@@ -9,7 +9,7 @@ import { setApprovalPolicies } from '../../src/modules/approvals/policies.ts';
 import { processRequest } from '../../src/modules/approvals/service.ts';
 import { loadPrincipal } from '../../src/modules/staff/principal.ts';
 import { createGroup } from '../../src/modules/staff/service.ts';
-import { permissionCodenames } from '../../src/modules/backoffice/registrations.ts';
+import { permissionCodenames } from '../../src/app/registrations.ts';
 
 const GATEWAY_TOKEN = 'gateway-token-for-the-tests-0123';
 const A = '/api/mobile/assistant/';

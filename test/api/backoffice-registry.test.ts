@@ -1,7 +1,7 @@
 import test from 'ava';
 import { randomUUID } from 'node:crypto';
 import { AdminSite } from '../../src/modules/backoffice/site.ts';
-import { bindAdminSite, permissionCodenames, REGISTRATIONS } from '../../src/modules/backoffice/registrations.ts';
+import { bindAdminSite, permissionCodenames, REGISTRATIONS } from '../../src/app/registrations.ts';
 import { RegistryError } from '../../src/modules/backoffice/declare.ts';
 import { listRows, getRow, inlineBlocks, autocomplete, QueryError } from '../../src/modules/backoffice/query.ts';
 import { deleteObject, runAction, saveObject, type WriteChain } from '../../src/modules/backoffice/write.ts';

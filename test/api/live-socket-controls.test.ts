@@ -7,7 +7,7 @@
 import { spawn } from 'node:child_process';
 import path from 'node:path';
 import test from 'ava';
-import { permissionCodenames } from '../../src/modules/backoffice/registrations.ts';
+import { permissionCodenames } from '../../src/app/registrations.ts';
 import { CLOSE_ACCOUNT_INACTIVE, CLOSE_DEVICE_REVOKED } from '../../src/realtime/staff.ts';
 import { createGroup, deactivateUser } from '../../src/modules/staff/service.ts';
 import { startTestApp, type TestApp } from '../helpers/app.ts';

@@ -92,7 +92,8 @@ test.serial('broadcasts: mainstream and one user, filtered by model permission, 
 });
 
 test.serial('record changes through the write chain and new notifications reach the socket', async (t) => {
-  const user = await staffUser(app, { permissions: ['report.add_report', 'report.view_report'] });
+  // A report of a kind needs view on what the kind reads (transactions_above: financial events).
+  const user = await staffUser(app, { permissions: ['report.add_report', 'report.view_report', 'transaction.view_financialevent'] });
   const paired = await pairDevice(app, clock, user.id);
   const live = await connectLive(app.url);
   await live.login(paired.accessToken);

@@ -1,7 +1,7 @@
 /** The mobile account menu: me/, preferences, video-call availability and password change. */
 import { createHash } from 'node:crypto';
 import test from 'ava';
-import { permissionCodenames } from '../../src/modules/backoffice/registrations.ts';
+import { permissionCodenames } from '../../src/app/registrations.ts';
 import { createGroup } from '../../src/modules/staff/service.ts';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { AVAILABILITY, installClock, ME, operator, pairDevice, PASSWORD, PREFERENCES, staffUser, type TestClock } from '../helpers/mobile.ts';

@@ -1,12 +1,12 @@
 /** The mobile data layer: list, detail, create, update, delete and autocomplete of registered models. */
 import { randomUUID } from 'node:crypto';
 import test from 'ava';
-import { permissionCodenames } from '../../src/modules/backoffice/registrations.ts';
+import { permissionCodenames } from '../../src/app/registrations.ts';
 import { PendingApprovalConflict } from '../../src/modules/backoffice/errors.ts';
 import { stripHtml } from '../../src/modules/mobile/present.ts';
 import { listPage, recordDetail } from '../../src/modules/mobile/data.ts';
 import { AdminSite } from '../../src/modules/backoffice/site.ts';
-import { REGISTRATIONS } from '../../src/modules/backoffice/registrations.ts';
+import { REGISTRATIONS } from '../../src/app/registrations.ts';
 import { loadPrincipal } from '../../src/modules/staff/principal.ts';
 import type { Context } from 'koa';
 import { createGroup } from '../../src/modules/staff/service.ts';

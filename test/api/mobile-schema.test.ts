@@ -1,7 +1,7 @@
 /** The mobile schema layer: schema/ (apps and menu with shortcuts) and schema/<app>/<model>/ from the registry. */
 import { randomUUID } from 'node:crypto';
 import test from 'ava';
-import { permissionCodenames } from '../../src/modules/backoffice/registrations.ts';
+import { permissionCodenames } from '../../src/app/registrations.ts';
 import { createGroup } from '../../src/modules/staff/service.ts';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { installClock, operator, pairDevice, staffUser, type TestClock } from '../helpers/mobile.ts';

@@ -6,7 +6,7 @@ import { installClock, operator, pairDevice, staffUser, type TestClock } from '.
 import { connectLive } from '../helpers/live.ts';
 import { loadPrincipal } from '../../src/modules/staff/principal.ts';
 import { createGroup } from '../../src/modules/staff/service.ts';
-import { permissionCodenames } from '../../src/modules/backoffice/registrations.ts';
+import { permissionCodenames } from '../../src/app/registrations.ts';
 import { saveObject } from '../../src/modules/backoffice/write.ts';
 import { setApprovalPolicies } from '../../src/modules/approvals/policies.ts';
 import { processRequest } from '../../src/modules/approvals/service.ts';

@@ -113,3 +113,15 @@ test.serial('errors: bad paging, filters and methods are 400/405 in the envelope
   t.is((await app.request('DELETE', LIST, { token: accessToken })).status, 405);
   t.is((await app.request('GET', READ_ALL, { token: accessToken })).status, 405);
 });
+
+test.serial('kind is looked up among the kinds themselves: __proto__, constructor, toString and hasOwnProperty are 400 naming kind', async (t) => {
+  const user = await staffUser(app);
+  const { accessToken } = await pairDevice(app, clock, user.id);
+  for (const kind of ['__proto__', 'constructor', 'toString', 'hasOwnProperty', 'valueOf']) {
+    const response = await app.request('GET', `${LIST}?kind=${encodeURIComponent(kind)}`, { token: accessToken });
+    t.is(response.status, 400, `${kind}: ${response.text}`);
+    t.false(response.body.status);
+    t.is(response.body.data.parameter, 'kind', response.text);
+  }
+  t.is((await app.request('GET', `${LIST}?kind=report_done`, { token: accessToken })).status, 200);
+});

@@ -12,7 +12,11 @@ let app: TestApp;
 let clock: TestClock;
 let analyst: { id: string; token: string };
 
-const REPORT_PERMISSIONS = ['report.view_report', 'report.add_report', 'report.view_reportresult'];
+// Running a kind needs view on the models it reads (reports-access.test.ts): the analyst may view all of them.
+const REPORT_PERMISSIONS = [
+  'report.view_report', 'report.add_report', 'report.view_reportresult',
+  'transaction.view_financialevent', 'customer.view_customer', 'engine.view_compliancedecision', 'engine.view_alert', 'document.view_documentverificationsession',
+];
 
 test.before(async () => {
   app = await startTestApp();
@@ -101,17 +105,20 @@ test.serial('a run from the mobile API: 202, a job, then every field of the Repo
 
 test.serial('every kind runs; the web admin bulk action queues runs of the selected reports', async (t) => {
   const kinds = ['customers_by_risk', 'decisions_by_officer', 'alerts_by_rule', 'sanctions_hits', 'verification_outcomes'];
-  const ids = [];
+  const ids: number[] = [];
   for (const kind of kinds) ids.push(await createReport({ name: kind, kind, parameters: {} }));
   const principal = (await loadPrincipal(app.context.db, analyst.id))!;
   const model = app.context.backoffice.site.get('report', 'report')!;
-  const message = await runAction(app.context.backoffice, model, principal, 'run', ids.map(String));
-  t.regex(String(typeof message === 'string' ? message : JSON.stringify(message)), /Queued 5 report run/);
-  const results = await app.database.knex('report_results').whereIn('report_id', ids).select('id', 'report_id');
-  t.is(results.length, 5);
-  for (const result of results) {
-    const response = await finished(result.id);
-    t.is(response.body.data.status, 'done', `${kinds[ids.indexOf(result.report_id)]}: ${response.body.data.error_message}`);
+  // At most REPORT_MAX_ACTIVE_RUNS (3) runs of one user at once (reports-access.test.ts): five go in two batches.
+  for (const batch of [ids.slice(0, 3), ids.slice(3)]) {
+    const message = await runAction(app.context.backoffice, model, principal, 'run', batch.map(String));
+    t.regex(String(typeof message === 'string' ? message : JSON.stringify(message)), new RegExp(`Queued ${batch.length} report run`));
+    const results = await app.database.knex('report_results').whereIn('report_id', batch).select('id', 'report_id');
+    t.is(results.length, batch.length);
+    for (const result of results) {
+      const response = await finished(result.id);
+      t.is(response.body.data.status, 'done', `${kinds[ids.indexOf(result.report_id)]}: ${response.body.data.error_message}`);
+    }
   }
 });
 

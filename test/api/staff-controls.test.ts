@@ -13,7 +13,7 @@ import { setApprovalPolicies } from '../../src/modules/approvals/policies.ts';
 import { saveObject } from '../../src/modules/backoffice/write.ts';
 import { loadPrincipal, type Principal } from '../../src/modules/staff/principal.ts';
 import { createGroup } from '../../src/modules/staff/service.ts';
-import { permissionCodenames } from '../../src/modules/backoffice/registrations.ts';
+import { permissionCodenames } from '../../src/app/registrations.ts';
 
 const FINANCIAL = '/api/transaction/financial/upsert/';
 const DATA = '/api/mobile/data/';

@@ -7,7 +7,7 @@
 import { randomUUID } from 'node:crypto';
 import test from 'ava';
 import type { Page } from 'playwright-core';
-import { permissionCodenames } from '../../src/modules/backoffice/registrations.ts';
+import { permissionCodenames } from '../../src/app/registrations.ts';
 import { createGroup, createUser } from '../../src/modules/staff/service.ts';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { browserAvailable, browserTest, launchBrowser } from '../helpers/browser.ts';

@@ -6,7 +6,7 @@
  */
 import test from 'ava';
 import type { Page } from 'playwright-core';
-import { permissionCodenames } from '../../src/modules/backoffice/registrations.ts';
+import { permissionCodenames } from '../../src/app/registrations.ts';
 import { saveObject } from '../../src/modules/backoffice/write.ts';
 import { setApprovalPolicies } from '../../src/modules/approvals/policies.ts';
 import { loadPrincipal } from '../../src/modules/staff/principal.ts';

@@ -9,7 +9,7 @@ import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import test from 'ava';
-import { permissionCodenames } from '../../src/modules/backoffice/registrations.ts';
+import { permissionCodenames } from '../../src/app/registrations.ts';
 import { issueLoginTicket } from '../../src/modules/mobile/tickets.ts';
 import { createUser } from '../../src/modules/staff/service.ts';
 import { CLOSE_DEVICE_REVOKED } from '../../src/realtime/staff.ts';

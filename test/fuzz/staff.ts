@@ -16,7 +16,7 @@
 import { randomBytes } from 'node:crypto';
 import { decodeJwt, SignJWT } from 'jose';
 import { filterParameters } from '../../src/modules/backoffice/query.ts';
-import { permissionCodenames } from '../../src/modules/backoffice/registrations.ts';
+import { permissionCodenames } from '../../src/app/registrations.ts';
 import type { BoundModel } from '../../src/modules/backoffice/registry.ts';
 import { saveObject } from '../../src/modules/backoffice/write.ts';
 import { LOGIN_PATH } from '../../src/modules/backoffice/web/shell.tsx';

@@ -5,7 +5,7 @@ import path from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { loadConfig, type Config } from '../../src/config.ts';
 import type { AppContext } from '../../src/context.ts';
-import { createApp } from '../../src/http/app.ts';
+import { createApp } from '../../src/app/http.ts';
 import { createLogger } from '../../src/logger.ts';
 import { createCredential } from '../../src/modules/merchant/service.ts';
 import { buildContext } from '../../src/server.ts';

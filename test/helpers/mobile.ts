@@ -1,4 +1,4 @@
-import { permissionCodenames } from '../../src/modules/backoffice/registrations.ts';
+import { permissionCodenames } from '../../src/app/registrations.ts';
 import { issueLoginTicket } from '../../src/modules/mobile/tickets.ts';
 import { createUser, type NewStaffUser } from '../../src/modules/staff/service.ts';
 import type { StaffUser } from '../../src/modules/staff/principal.ts';

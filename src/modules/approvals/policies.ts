@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { Knex } from 'knex';
-import { REGISTRATIONS } from '../backoffice/registrations.ts';
+import { REGISTRATIONS } from '../../app/registrations.ts';
 import { modelKey, permissionFor } from '../backoffice/declare.ts';
 import { APPROVAL_OPERATIONS } from './admin.ts';
 import type { ApprovalOperation, PolicyRow } from './service.ts';

@@ -1,4 +1,5 @@
 import type { ModelRegistration, Operation } from './registry.ts';
+import type { Principal } from '../staff/principal.ts';
 
 /** Small helpers that registrations and the generic code share; nothing here imports a registration. */
 
@@ -19,6 +20,17 @@ export function permissionFor(model: { appLabel: string; model: string }, operat
 }
 
 const OPERATIONS: readonly Operation[] = ['view', 'add', 'change', 'delete'];
+
+/**
+ * The model permission rule, the one every face applies (AdminSite.can is this over a bound model):
+ * an operation a registration disables is refused to everyone; change implies view (Django), except
+ * where change is disabled for everyone.
+ */
+export function mayOperate(principal: Principal, model: Pick<ModelRegistration, 'appLabel' | 'model' | 'disabled'>, operation: Operation): boolean {
+  if (operation !== 'view' && model.disabled?.[operation]) return false;
+  if (operation === 'view') return principal.has(permissionFor(model, 'view')) || (!model.disabled?.change && principal.has(permissionFor(model, 'change')));
+  return principal.has(permissionFor(model, operation));
+}
 
 /**
  * Every permission codename of some registrations: view/add/change/delete of each model plus the

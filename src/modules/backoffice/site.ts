@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import type { Principal } from '../staff/principal.ts';
-import { codenamesOf, label, modelKey, permissionFor, RegistryError } from './declare.ts';
+import { codenamesOf, label, mayOperate, modelKey, RegistryError } from './declare.ts';
 import type {
   BoundModel,
   Choice,
@@ -29,9 +29,13 @@ export class AdminSite {
   readonly models = new Map<string, BoundModel>();
   readonly changeListeners: ChangeListener[] = [];
 
-  private constructor(private readonly codenames: readonly string[]) {}
+  private constructor(
+    private readonly codenames: readonly string[],
+    /** What the modules add to every face beside their registrations (see SiteExtensions). */
+    readonly extensions: SiteExtensions,
+  ) {}
 
-  static async bind(db: Knex, registrations: readonly ModelRegistration[]): Promise<AdminSite> {
+  static async bind(db: Knex, registrations: readonly ModelRegistration[], extensions: SiteExtensions = { detailBlocks: [], detailSections: [] }): Promise<AdminSite> {
     const tables = [...new Set(registrations.map((registration) => registration.table))];
     const columns = (await db
       .select('table_name', 'column_name', 'data_type', 'udt_name', 'is_nullable', 'column_default', 'character_maximum_length')
@@ -67,7 +71,7 @@ export class AdminSite {
         maxLength: column.character_maximum_length,
       });
     }
-    const site = new AdminSite(codenamesOf(registrations));
+    const site = new AdminSite(codenamesOf(registrations), extensions);
     for (const registration of registrations) {
       const key = modelKey(registration.appLabel, registration.model);
       if (site.models.has(key)) throw new RegistryError(`${key}: registered twice`);
@@ -108,10 +112,7 @@ export class AdminSite {
 
   /** Whether the principal may do `operation` on the model at all (object hooks refine it per row). */
   can(principal: Principal, model: BoundModel, operation: Operation): boolean {
-    if (operation !== 'view' && model.disabled?.[operation]) return false;
-    // Django: change permission implies view.
-    if (operation === 'view') return principal.has(permissionFor(model, 'view')) || (!model.disabled?.change && principal.has(permissionFor(model, 'change')));
-    return principal.has(permissionFor(model, operation));
+    return mayOperate(principal, model, operation);
   }
 
   perms(principal: Principal, model: BoundModel): Record<Operation, boolean> {
@@ -247,9 +248,41 @@ function checkModel(site: AdminSite, model: BoundModel, foreignKeys: { table_nam
 }
 
 /**
+ * The extension points of the generic back office, filled by the composition root
+ * (src/app/registrations.ts): no generic page or endpoint imports a module to show its part.
+ */
+export interface SiteExtensions {
+  /** Blocks of a record's detail, for the mobile detail and the web change page alike. */
+  detailBlocks: readonly DetailBlockProvider[];
+  /** Sections of the web change page drawn from those blocks (a preact component each). */
+  detailSections: readonly DetailSection[];
+}
+
+/** What a web detail section is given: the record, its detail blocks, and the form token. */
+export interface DetailSectionProps {
+  model: BoundModel;
+  pk: string;
+  blocks: Record<string, unknown>;
+  csrfToken: string;
+}
+
+/** A preact function component; typed loosely here so the generic half needs no JSX. */
+export type DetailSection = (props: DetailSectionProps) => unknown;
+
+/** The extra blocks of one record's detail, merged, for the mobile detail and the web change page alike. */
+export async function detailBlocks(db: Knex, site: AdminSite, model: BoundModel, row: Row, principal: Principal): Promise<Record<string, unknown>> {
+  const blocks: Record<string, unknown> = {};
+  for (const provider of site.extensions.detailBlocks) {
+    if (provider.models && !provider.models.includes(model.key)) continue;
+    Object.assign(blocks, await provider.blocks({ db, site, model, row, principal }));
+  }
+  return blocks;
+}
+
+/**
  * Blocks a module adds to the detail of records (the mobile detail and the web change page both
  * include them): decision context, the mark block, the approval block, the pending marker. One
- * provider per module, listed in registrations.ts, so no page or endpoint knows them one by one.
+ * provider per module, listed by the composition root, so no page or endpoint knows them one by one.
  */
 export interface DetailBlockProvider {
   /** The model keys (app_label.model) it adds to; absent means every model. */

@@ -7,6 +7,10 @@ import { AnnouncedValue, announce, CHANNELS, type NotificationHub } from '../../
 export const EVENT_TYPES = { 0: 'Onboarding', 1: 'Financial', 2: 'Non-financial' } as const;
 export type EventType = keyof typeof EVENT_TYPES;
 
+export function isEventType(type: unknown): type is EventType {
+  return typeof type === 'number' && Number.isInteger(type) && Object.hasOwn(EVENT_TYPES, type);
+}
+
 export interface EventDefinition {
   slug: string;
   name: string;
@@ -22,7 +26,8 @@ export async function defineEvent(db: Knex, input: EventDefinition, actor: Actor
   if (!SLUG.test(input.slug)) {
     throw new EventInputError(`"${input.slug}" is not a valid slug: lower-case letters, digits, _ . - (at most 64).`);
   }
-  if (!(input.type in EVENT_TYPES)) throw new EventInputError(`Event type must be 0 (Onboarding), 1 (Financial) or 2 (Non-financial).`);
+  // Own keys of a whole number only: `in` would also take "constructor" or "toString" from Object.prototype.
+  if (!isEventType(input.type)) throw new EventInputError(`Event type must be 0 (Onboarding), 1 (Financial) or 2 (Non-financial).`);
   return db.transaction(async (trx) => {
     const [row] = await trx('events')
       .insert({ slug: input.slug, name: input.name || input.slug, type: input.type, active: input.active })

@@ -4,7 +4,7 @@ import type { Executor } from '../../db/knex.ts';
 import { HttpError } from '../../http/errors.ts';
 import { z } from '../../http/openapi.ts';
 import { choiceOf, validateForm, type FieldErrors } from '../../validation/form.ts';
-import { permissionCodenames } from '../backoffice/registrations.ts';
+import type { AdminSite } from '../backoffice/site.ts';
 import { throttledPasswordChange } from '../backoffice/web/throttle.ts';
 import { LANGUAGE_CODES, LANGUAGES, TIMEZONE_SET, TIMEZONES } from '../staff/preferences.ts';
 import { changePassword } from '../staff/service.ts';
@@ -76,13 +76,6 @@ export async function unreadNotifications(db: Executor, userId: string): Promise
   return Number(row.count);
 }
 
-/** Every codename the user holds, as the registry names them (all of them for a superuser). */
-export function permissionsOf(principal: Principal): string[] {
-  return permissionCodenames()
-    .filter((codename) => principal.has(codename))
-    .sort();
-}
-
 function deviceSummary(device: Pick<MobileDevice, 'id' | 'name' | 'platform'>) {
   return { id: device.id, name: device.name, platform: device.platform };
 }
@@ -114,7 +107,7 @@ function byRecentUse(a: ListedDevice, b: ListedDevice): number {
 }
 
 /** GET me/: the session info of the spec, from a caller authenticated with sessionReads. */
-export function sessionInfo(config: Config, caller: MobileCaller & { extra: SessionReads }) {
+export function sessionInfo(config: Config, site: AdminSite, caller: MobileCaller & { extra: SessionReads }) {
   const { principal, device } = caller;
   // The caller's own device as the checks left it: a heartbeat they wrote is newer than the statement's read.
   const devices: ListedDevice[] = caller.extra.devices
@@ -126,7 +119,8 @@ export function sessionInfo(config: Config, caller: MobileCaller & { extra: Sess
     websocket_url: websocketUrl(config),
     push: pushIdentity(config),
     groups: principal.groups,
-    permissions: permissionsOf(principal),
+    // Every codename the user holds, as the registry names them (all of them for a superuser).
+    permissions: site.permissionsOf(principal).sort(),
     unread_notifications: caller.extra.unread,
     device: deviceSummary(device),
     devices: devices.map((other) => ({

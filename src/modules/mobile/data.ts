@@ -20,7 +20,7 @@ import {
   QueryError,
   validPk,
 } from '../backoffice/query.ts';
-import { detailBlocks } from '../backoffice/registrations.ts';
+import { detailBlocks } from '../backoffice/site.ts';
 import type { AdminSite } from '../backoffice/site.ts';
 import type { BoundModel, ResolvedField, Row } from '../backoffice/registry.ts';
 import { deleteObject, loadRelations, saveObject, type WriteOutcome } from '../backoffice/write.ts';

@@ -25,15 +25,6 @@ import {
 import { IDENTITY_BODY_LIMIT_BYTES, MOBILE_PREFIX, PLATFORMS } from './constants.ts';
 import { createIdentity, requireDevice, type MobileState } from './guard.ts';
 import { authenticateCaller, logoutDevice, pairDevice, refreshDevice, type MobileCaller } from './identity.ts';
-import { registerDataRoutes } from './data.ts';
-import { registerSchemaRoutes } from './schema.ts';
-import { registerNotificationRoutes } from '../notifications/routes.ts';
-import { registerPushRoutes } from '../push/routes.ts';
-import { registerReportRoutes } from '../reports/routes.ts';
-import { registerDashboardRoutes } from '../dashboard/routes.ts';
-import { registerAiReviewRoutes } from '../ai/routes.ts';
-import { registerAssistantRoutes } from '../assistant/routes.ts';
-import { documentAiRoutes } from '../assistant/openapi.ts';
 
 const PAIRING_FORM = z.object({
   ticket: z.string().max(200),
@@ -55,11 +46,19 @@ async function body(ctx: Context): Promise<Record<string, unknown>> {
   return readJsonObject(ctx, IDENTITY_BODY_LIMIT_BYTES);
 }
 
-/** Every /api/mobile/ route: the identity layer here; the schema and data layers register beside it. */
+/** A path under /api/mobile/. */
+export function mobilePath(relative: string): string {
+  return `${MOBILE_PREFIX}${relative}`;
+}
+
+/**
+ * The mobile API's identity layer: pairing, refresh, logout and me/. The modules' mobile routes
+ * register beside it (the composition root mounts them, the generic data routes last).
+ */
 export function registerMobileRoutes(router: Router, app: AppContext, docs: OpenAPIRegistry): void {
   const identity = createIdentity(app);
   const authenticated = requireDevice(identity);
-  const path = (relative: string) => `${MOBILE_PREFIX}${relative}`;
+  const path = mobilePath;
 
   router.post(path('auth/qr/'), async (ctx) => {
     const form = validateForm(PAIRING_FORM, await body(ctx));
@@ -92,7 +91,7 @@ export function registerMobileRoutes(router: Router, app: AppContext, docs: Open
   // the route reads nothing else and writes nothing, so it needs none of the guard's other work.
   router.get(path('me/'), async (ctx) => {
     const session = await authenticateCaller<SessionReads>(identity, ctx.get('authorization'), { extra: sessionReads() });
-    respond(ctx, 'Session info.', sessionInfo(app.config, session));
+    respond(ctx, 'Session info.', sessionInfo(app.config, app.backoffice.site, session));
   });
 
   router.get(path('me/preferences/'), authenticated, async (ctx) => {
@@ -116,16 +115,6 @@ export function registerMobileRoutes(router: Router, app: AppContext, docs: Open
   });
 
   documentIdentityRoutes(docs, path);
-  registerSchemaRoutes(router, app, authenticated, path, docs);
-  registerNotificationRoutes(router, app, authenticated, path, docs);
-  registerPushRoutes(router, app, authenticated, path, docs);
-  // Before the data routes: reports/ claims data/report/reportresult/<pk>/ (a 404, as the spec says).
-  registerReportRoutes(router, app, authenticated, path, docs);
-  registerDashboardRoutes(router, app, authenticated, path, docs);
-  registerAiReviewRoutes(router, app, authenticated, path);
-  registerAssistantRoutes(router, app, authenticated, path);
-  documentAiRoutes(docs);
-  registerDataRoutes(router, app, authenticated, path, docs);
 }
 
 function documentIdentityRoutes(docs: OpenAPIRegistry, path: (relative: string) => string): void {

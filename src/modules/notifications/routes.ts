@@ -8,7 +8,7 @@ import { formatTimestamp } from '../mobile/dates.ts';
 import { acceptOnly, documentRoutes, invalidParameter, positiveInteger, singleParameter } from '../mobile/parameters.ts';
 import { unreadNotifications } from '../mobile/account.ts';
 import type { MobileState } from '../mobile/guard.ts';
-import { NOTIFICATION_KINDS } from './service.ts';
+import { isNotificationKind, NOTIFICATION_KIND_NAMES } from './service.ts';
 
 export const NOTIFICATIONS_MAX_PAGE_SIZE = 100;
 const DEFAULT_PAGE_SIZE = 20;
@@ -50,8 +50,8 @@ export function registerNotificationRoutes(router: Router, app: AppContext, auth
     const unread = singleParameter(ctx, 'unread', 10);
     if (unread !== undefined && !['1', '0', 'true', 'false'].includes(unread)) throw invalidParameter('unread', 'unread must be 1 or 0.');
     const kind = singleParameter(ctx, 'kind', 50);
-    if (kind !== undefined && !(kind in NOTIFICATION_KINDS)) {
-      throw invalidParameter('kind', `kind must be one of ${Object.keys(NOTIFICATION_KINDS).join(', ')}.`);
+    if (kind !== undefined && !isNotificationKind(kind)) {
+      throw invalidParameter('kind', `kind must be one of ${[...NOTIFICATION_KIND_NAMES].join(', ')}.`);
     }
     const userId = userOf(ctx);
     const filtered = app.db('notifications').where({ user_id: userId });

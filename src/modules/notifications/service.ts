@@ -18,6 +18,16 @@ export const NOTIFICATION_KINDS = {
 } as const;
 export type NotificationKind = keyof typeof NOTIFICATION_KINDS;
 
+/**
+ * The kind names, for checking a kind a client names: a Set, since `kind in NOTIFICATION_KINDS`
+ * also finds "__proto__", "constructor" and "toString" on Object.prototype.
+ */
+export const NOTIFICATION_KIND_NAMES: ReadonlySet<string> = new Set(Object.keys(NOTIFICATION_KINDS));
+
+export function isNotificationKind(kind: unknown): kind is NotificationKind {
+  return typeof kind === 'string' && NOTIFICATION_KIND_NAMES.has(kind);
+}
+
 export interface NewNotification {
   userIds: readonly string[];
   kind: NotificationKind;

@@ -5,41 +5,24 @@ import { requireMerchant } from '../merchant/bearer.ts';
 import { respond } from '../../http/envelope.ts';
 import { errorResponses, z } from '../../http/openapi.ts';
 import type { RequestState } from '../../http/state.ts';
-import { customerFields } from '../customer/schemas.ts';
-import { upsertCustomers } from '../customer/service.ts';
-import { FINANCIAL, NON_FINANCIAL, upsertTransactions } from '../transaction/service.ts';
 import { MAX_RECORDS_PER_REQUEST, readUpsertBatch } from './batch.ts';
 import { compileFieldTable, type FieldTable } from './fields.ts';
 
-type Handler = (app: AppContext, records: Record<string, unknown>[], state: RequestState) => Promise<unknown[]>;
+/** One batch upsert endpoint: its path, the fields of a record, what a result holds, and the work. */
+export interface UpsertEndpoint {
+  path: string;
+  label: string;
+  fields: FieldTable;
+  resultFields: string[];
+  handle(app: AppContext, records: Record<string, unknown>[], state: RequestState): Promise<unknown[]>;
+}
 
-const ENDPOINTS: Array<{ path: string; label: string; fields: FieldTable; resultFields: string[]; handle: Handler }> = [
-  {
-    path: '/api/customer/upsert/',
-    label: 'customer',
-    fields: customerFields,
-    resultFields: ['customer_ref', 'id', 'action', 'score', 'decision', 'sanction_score', 'sanction_topic', 'ip_address_score', 'email_risk_score', 'warnings'],
-    handle: (app, records, state) => upsertCustomers(app, records, { type: 'merchant', id: state.credential!.id }),
-  },
-  {
-    path: '/api/transaction/financial/upsert/',
-    label: 'financial',
-    fields: FINANCIAL.fields,
-    resultFields: ['transaction_ref', 'id', 'action', 'score', 'decision', 'rule_check', 'log_id', 'warnings'],
-    handle: (app, records, state) => upsertTransactions(app, FINANCIAL, records, { type: 'merchant', id: state.credential!.id }),
-  },
-  {
-    path: '/api/transaction/non-financial/upsert/',
-    label: 'non-financial',
-    fields: NON_FINANCIAL.fields,
-    resultFields: ['transaction_ref', 'id', 'action', 'score', 'decision', 'rule_check', 'log_id', 'warnings'],
-    handle: (app, records, state) => upsertTransactions(app, NON_FINANCIAL, records, { type: 'merchant', id: state.credential!.id }),
-  },
-];
-
-/** The three batch upsert endpoints: one object or an array of up to 1000, a result per record in order. */
-export function registerUpsertRoutes(router: Router, app: AppContext, docs: OpenAPIRegistry): void {
-  for (const endpoint of ENDPOINTS) {
+/**
+ * Batch upsert endpoints (the customer and transaction modules declare theirs): one object or an
+ * array of up to 1000, a result per record in order.
+ */
+export function registerUpsertRoutes(router: Router, app: AppContext, docs: OpenAPIRegistry, endpoints: readonly UpsertEndpoint[]): void {
+  for (const endpoint of endpoints) {
     router.post(endpoint.path, requireMerchant(app), async (ctx) => {
       const records = await readUpsertBatch(ctx, app.config.bodyLimitBytes);
       const results = await endpoint.handle(app, records, ctx.state as RequestState);

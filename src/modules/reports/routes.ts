@@ -5,9 +5,10 @@ import type { Context, Middleware } from 'koa';
 import type { AppContext } from '../../context.ts';
 import { respond } from '../../http/envelope.ts';
 import { ForbiddenError, HttpError } from '../../http/errors.ts';
+import { scopedQuery } from '../backoffice/query.ts';
 import { acceptOnly, documentRoutes, positiveInteger } from '../mobile/parameters.ts';
 import type { MobileState } from '../mobile/guard.ts';
-import { queueReportRun, resultPayload } from './service.ts';
+import { queueReportRun, REPORT_MAX_ACTIVE_RUNS, resultPayload } from './service.ts';
 
 const RESULT_PAGE_SIZE = 50;
 const RESULT_MAX_PAGE_SIZE = 200;
@@ -16,10 +17,11 @@ function principalOf(ctx: Context) {
   return (ctx.state as MobileState).mobile.principal;
 }
 
-function requireView(app: AppContext, ctx: Context, model: 'report' | 'reportresult'): void {
+function requireView(app: AppContext, ctx: Context, model: 'report' | 'reportresult') {
   const site = app.backoffice.site;
   const bound = site.get('report', model)!;
   if (!site.can(principalOf(ctx), bound, 'view')) throw new ForbiddenError(`You do not have permission to view ${bound.verboseNamePlural}.`, 'permission_denied');
+  return bound;
 }
 
 function numericPk(value: string, what: string): number {
@@ -32,19 +34,25 @@ function numericPk(value: string, what: string): number {
  * is read here, not through the generic data API: data/report/reportresult/<pk>/ answers 404.
  */
 export function registerReportRoutes(router: Router, app: AppContext, authenticated: Middleware, path: (relative: string) => string, docs: OpenAPIRegistry): void {
+  // A result is found through its registration's scope (the requester's own, or any for a
+  // superuser: reports/admin.ts); another user's answers 404 like a missing one.
   router.get(path('reports/results/:pk/'), authenticated, async (ctx) => {
-    requireView(app, ctx, 'reportresult');
+    const model = requireView(app, ctx, 'reportresult');
     acceptOnly(ctx, ['page', 'page_size']);
     const page = positiveInteger(ctx, 'page', 1, 1_000_000);
     const pageSize = positiveInteger(ctx, 'page_size', RESULT_PAGE_SIZE, RESULT_MAX_PAGE_SIZE);
-    const payload = await resultPayload(app.db, numericPk(ctx.params.pk!, 'Report result'), page, pageSize);
+    const resultId = numericPk(ctx.params.pk!, 'Report result');
+    const visible = await scopedQuery(app.db, model, principalOf(ctx)).where('t.id', resultId).first('t.id');
+    const payload = visible ? await resultPayload(app.db, resultId, page, pageSize) : null;
     if (!payload) throw new HttpError(404, 'Report result not found.', 'not_found');
     respond(ctx, `${payload.status_display}.`, payload);
   });
 
   router.get(path('reports/results/:pk/csv/'), authenticated, async (ctx) => {
-    requireView(app, ctx, 'reportresult');
-    const row = (await app.db('report_results').where({ id: numericPk(ctx.params.pk!, 'Report result'), status: 'done' }).first('id', 'file_path')) as { id: number; file_path: string | null } | undefined;
+    const model = requireView(app, ctx, 'reportresult');
+    const row = (await scopedQuery(app.db, model, principalOf(ctx))
+      .where({ 't.id': numericPk(ctx.params.pk!, 'Report result'), 't.status': 'done' })
+      .first('t.id', 't.file_path')) as { id: number; file_path: string | null } | undefined;
     if (!row?.file_path || !fs.existsSync(row.file_path)) throw new HttpError(404, 'This result has no file.', 'not_found');
     ctx.type = 'text/csv; charset=utf-8';
     ctx.attachment(`report-result-${row.id}.csv`);
@@ -55,9 +63,11 @@ export function registerReportRoutes(router: Router, app: AppContext, authentica
     requireView(app, ctx, 'report');
     const reportId = numericPk(ctx.params.pk!, 'Report');
     const principal = principalOf(ctx);
-    const visible = await app.db('reports').where({ id: reportId }).first('id');
-    if (!visible) throw new HttpError(404, 'Report not found.', 'not_found');
-    const resultId = await app.db.transaction((trx) => queueReportRun(trx, reportId, principal.user.id));
+    // Found whatever its kind, so that a report of a kind the user may not run answers 403
+    // naming the model it reads (queueReportRun checks it) rather than a bare 404.
+    const exists = await app.db('reports').where({ id: reportId }).first('id');
+    if (!exists) throw new HttpError(404, 'Report not found.', 'not_found');
+    const resultId = await app.db.transaction((trx) => queueReportRun(trx, reportId, principal));
     respond(ctx, 'Report queued.', { result_id: resultId, status: 'queued', result_url: path(`reports/results/${resultId}/`) }, 202);
   });
 
@@ -66,8 +76,18 @@ export function registerReportRoutes(router: Router, app: AppContext, authentica
   });
 
   documentRoutes(docs, path, [
-    ['get', 'reports/results/{pk}/', 'A report result: header and one page of rows (page, page_size up to 200)', null, { 403: 'No view permission on report results', 404: 'No such result' }],
-    ['get', 'reports/results/{pk}/csv/', "A finished result's CSV file", null, { 403: 'No view permission on report results', 404: 'No such result, or it has no file' }],
-    ['post', 'reports/{pk}/run/', 'Start a run of a report (202 with result_id; the requester is notified when it ends)', null, { 403: 'No view permission on reports', 404: 'No such report' }],
+    ['get', 'reports/results/{pk}/', 'A report result: header and one page of rows (page, page_size up to 200)', null, { 403: 'No view permission on report results', 404: 'No such result of yours (superusers read every result)' }],
+    ['get', 'reports/results/{pk}/csv/', "A finished result's CSV file", null, { 403: 'No view permission on report results', 404: 'No such result of yours, or it has no file' }],
+    [
+      'post',
+      'reports/{pk}/run/',
+      `Start a run of a report (202 with result_id; the requester is notified when it ends). At most ${REPORT_MAX_ACTIVE_RUNS} runs per user queued or running at once`,
+      null,
+      {
+        403: 'No view permission on reports, or on a model the report reads (named in data.model)',
+        404: 'No such report',
+        429: `${REPORT_MAX_ACTIVE_RUNS} runs of yours are already queued or running (reason too_many_running, Retry-After)`,
+      },
+    ],
   ]);
 }

@@ -5,7 +5,10 @@ import type { AppContext } from '../../context.ts';
 import { recordAudit } from '../../audit.ts';
 import { formatTimestamp } from '../mobile/dates.ts';
 import { boundJobs, notify } from '../notifications/service.ts';
-import { REPORT_KINDS, resolveParameters } from './kinds.ts';
+import { loadPrincipal, type Principal } from '../staff/principal.ts';
+import { TooManyRequestsError } from '../../http/errors.ts';
+import { assertMayRun, describeModel, modelSource, modelsDenied } from './access.ts';
+import { reportKind, resolveParameters } from './kinds.ts';
 
 /** Rows kept per result (stored and in the CSV file); a report that would list more is cut here and says so. */
 export const REPORT_MAX_ROWS = 100_000;
@@ -18,12 +21,54 @@ export const STATUS_TONE: Record<string, string> = { queued: 'neutral', running:
 export class ReportNotFound extends Error {}
 
 /**
- * Queues a run of a report in the caller's transaction: a report_results row (queued) and its
- * run-report job, committed together. Returns the result's id.
+ * How many runs one user may have queued or running at once. A run holds a worker (one report at
+ * a time per process) for up to REPORT_STATEMENT_TIMEOUT_MS and can store 100,000 rows: without a
+ * limit one user could queue a hundred and hold every other user's reports behind them. Three
+ * lets an analyst start a few reports side by side.
  */
-export async function queueReportRun(trx: Knex.Transaction, reportId: number, userId: string): Promise<number> {
-  const report = await trx('reports').where({ id: reportId }).first('id');
+export const REPORT_MAX_ACTIVE_RUNS = 3;
+/** Seconds a refused client is told to wait (Retry-After): about what a typical run takes. */
+export const REPORT_RETRY_AFTER_SECONDS = 30;
+/**
+ * A run queued or running for longer than this is one the worker lost (a process killed twice
+ * mid-run leaves it "running"): it no longer holds one of the user's places, so a lost run cannot
+ * lock a user out for good. Far above the statement timeout and any ordinary queue wait.
+ */
+const REPORT_RUN_ABANDONED_AFTER = '1 hour';
+
+/** The user already has REPORT_MAX_ACTIVE_RUNS runs queued or running: 429, with Retry-After. */
+export class TooManyReportRuns extends TooManyRequestsError {
+  constructor(active: number) {
+    super(
+      `You have ${active} report run(s) queued or running; at most ${REPORT_MAX_ACTIVE_RUNS} at once. Try again when one has finished.`,
+      'too_many_running',
+      REPORT_RETRY_AFTER_SECONDS,
+      { limit: REPORT_MAX_ACTIVE_RUNS },
+    );
+  }
+}
+
+/**
+ * Queues a run of a report in the caller's transaction: a report_results row (queued) and its
+ * run-report job, committed together. Returns the result's id. Throws ReportKindForbidden (403)
+ * when the principal may not view a model the report's kind reads, and TooManyReportRuns (429)
+ * when they already have REPORT_MAX_ACTIVE_RUNS runs queued or running. The count and the insert
+ * happen under a transaction-scoped advisory lock per user, so concurrent requests of one user
+ * are counted one after another (READ COMMITTED alone would let each see the same count).
+ */
+export async function queueReportRun(trx: Knex.Transaction, reportId: number, principal: Principal): Promise<number> {
+  const report = (await trx('reports').where({ id: reportId }).first('id', 'kind')) as { id: number; kind: string } | undefined;
   if (!report) throw new ReportNotFound(`No report ${reportId}.`);
+  assertMayRun(principal, report.kind);
+  const userId = principal.user.id;
+  await trx.raw('select pg_advisory_xact_lock(hashtext(?))', [`report_runs:${userId}`]);
+  const active = (await trx('report_results')
+    .where({ requested_by_id: userId })
+    .whereIn('status', ['queued', 'running'])
+    .where('created_at', '>', trx.raw(`now() - interval '${REPORT_RUN_ABANDONED_AFTER}'`))
+    .count({ count: '*' })
+    .first()) as { count: string | number };
+  if (Number(active.count) >= REPORT_MAX_ACTIVE_RUNS) throw new TooManyReportRuns(Number(active.count));
   const [row] = (await trx('report_results').insert({ report_id: reportId, status: 'queued', requested_by_id: userId }).returning('id')) as { id: number }[];
   await recordAudit(trx, { type: 'staff', id: userId }, 'report.run', 'report', String(reportId), { result_id: row!.id });
   const jobs = boundJobs(trx);
@@ -49,15 +94,20 @@ export async function runReport(app: Pick<AppContext, 'db' | 'config' | 'logger'
   let outcome: { status: 'done'; rowCount: number } | { status: 'failed'; error: string };
   try {
     if (!report) throw new Error('The report was deleted before it ran.');
-    const kind = REPORT_KINDS[report.kind];
+    const kind = reportKind(report.kind);
     if (!kind) throw new Error(`Unknown report kind ${report.kind}.`);
     const { values, errors } = resolveParameters(report.kind, report.parameters);
     if (errors.length) throw new Error(`Invalid parameters: ${errors.join(' ')}`);
+    // The rows are what the requester may see now, not when the run was queued: their permissions
+    // are read again here, and each model is read through its scope for them.
+    const principal = result.requested_by_id ? await loadPrincipal(app.db, result.requested_by_id) : null;
+    if (!principal) throw new Error('The user who requested this run no longer exists; reports run with their requester\'s permissions.');
+    const denied = modelsDenied(principal, kind);
+    if (denied.length) throw new Error(`The requester may not view ${denied.map(describeModel).join(', ')}; the report was not run.`);
     const rows = await app.db.transaction(
       async (trx) => {
         await trx.raw(`set local statement_timeout = ${REPORT_STATEMENT_TIMEOUT_MS}`);
-        const answer = await kind.query(trx, values, REPORT_MAX_ROWS);
-        return (Array.isArray(answer) ? answer : (answer as { rows: Record<string, unknown>[] }).rows) as Record<string, unknown>[];
+        return (await kind.query({ from: modelSource(trx, kind, principal), db: trx }, values, REPORT_MAX_ROWS)) as Record<string, unknown>[];
       },
       { readOnly: true },
     );
@@ -143,8 +193,8 @@ export async function resultPayload(db: Knex, resultId: number, page: number, pa
     id: result.id,
     title: `${result.report_name}${result.completed_at ? ` (${formatTimestamp(result.completed_at)})` : ''}`,
     status: result.status,
-    status_display: STATUS_DISPLAY[result.status] ?? result.status,
-    tone: STATUS_TONE[result.status] ?? 'neutral',
+    status_display: Object.hasOwn(STATUS_DISPLAY, result.status) ? STATUS_DISPLAY[result.status]! : result.status,
+    tone: Object.hasOwn(STATUS_TONE, result.status) ? STATUS_TONE[result.status]! : 'neutral',
     started_at: formatTimestamp(result.started_at),
     completed_at: formatTimestamp(result.completed_at),
     duration_seconds: duration,

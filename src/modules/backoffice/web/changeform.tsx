@@ -1,6 +1,7 @@
 import type { Context } from 'koa';
-import type { ComponentChildren } from 'preact';
+import type { ComponentChildren, FunctionComponent } from 'preact';
 import type { AppContext } from '../../../context.ts';
+import type { Principal } from '../../staff/principal.ts';
 import { label } from '../declare.ts';
 import { writableFields } from '../forms.ts';
 import { canObject, reprFor } from '../access.ts';
@@ -22,8 +23,7 @@ import {
 } from './common.tsx';
 import { dateInputValue, dateTimeInputValue, wallTimeToIso, type DatePreferences } from './format.ts';
 import { CsrfField } from './layout.tsx';
-import { detailBlocks } from '../registrations.ts';
-import { CaseWorkSections } from '../../cases/web.tsx';
+import { detailBlocks, type DetailSectionProps } from '../site.ts';
 import { addMessage } from './session.ts';
 
 /**
@@ -510,11 +510,21 @@ export async function renderObjectPage(ctx: Context, app: AppContext, model: Bou
       extras={
         <>
           {options.extras}
-          {row && <CaseWorkSections model={model} pk={pk!} blocks={await detailBlocks(app.db, site, model, row, principal)} csrfToken={state.session.csrfToken} />}
+          {row && (await detailSections(app, model, pk!, row, principal, state.session.csrfToken))}
         </>
       }
     />,
   );
+}
+
+/** The sections the modules add under a record's form (site extensions), drawn from its detail blocks. */
+async function detailSections(app: AppContext, model: BoundModel, pk: string, row: Row, principal: Principal, csrfToken: string) {
+  const site = app.backoffice.site;
+  const props: DetailSectionProps = { model, pk, blocks: await detailBlocks(app.db, site, model, row, principal), csrfToken };
+  return site.extensions.detailSections.map((section, index) => {
+    const Section = section as FunctionComponent<DetailSectionProps>;
+    return <Section key={index} {...props} />;
+  });
 }
 
 /** POST of an add or change form: through the write chain; a refused form comes back with its errors. */

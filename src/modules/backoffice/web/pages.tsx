@@ -8,7 +8,6 @@ import { postAddForm, postDeletePage, renderObjectPage, showAddForm, showDeleteP
 import { showAutocomplete } from './autocomplete.ts';
 import { adminState, ADMIN_ROOT, capitalize, modelFromParams, modelUrl, renderPage } from './common.tsx';
 import { deleteFilter, saveFilter, savedFiltersOf, savedFilterUrl, type SavedFilter } from './saved-filters.tsx';
-import { registerCaseWorkPages } from '../../cases/web.tsx';
 
 /**
  * The pages the registry generates, under /admin/ behind the shell (registered after it, so its
@@ -112,5 +111,4 @@ export function registerAdminPages(router: Router, app: AppContext): void {
   router.get('/admin/:app/:model/:pk/delete/', page(showDeletePage));
   router.post('/admin/:app/:model/:pk/delete/', page(postDeletePage));
   router.get('/admin/:app/:model/:pk/history/', page(showHistory));
-  registerCaseWorkPages(router, app);
 }

@@ -1,33 +1,66 @@
 import Router from '@koa/router';
 import Koa from 'koa';
 import type { AppContext } from '../context.ts';
-import { registerMerchantRoutes } from '../modules/merchant/routes.ts';
-import { registerUpsertRoutes } from '../modules/records/routes.ts';
-import { registerKycRoutes } from '../modules/kyc/routes.ts';
-import { registerAdminShell } from '../modules/backoffice/web/shell.tsx';
-import { registerAdminPages } from '../modules/backoffice/web/pages.tsx';
-import { registerMobileRoutes } from '../modules/mobile/routes.ts';
-import { registerCaseWorkRoutes } from '../modules/cases/routes.ts';
+import { respond } from '../http/envelope.ts';
+import { HttpError, MethodNotAllowedError } from '../http/errors.ts';
+import { buildOpenApiDocument, createOpenApiRegistry } from '../http/openapi.ts';
+import { requestLifecycle } from '../http/middleware.ts';
 import { registerMcpServer } from '../modules/ai/mcp-server.ts';
-import { respond } from './envelope.ts';
-import { HttpError, MethodNotAllowedError } from './errors.ts';
-import { buildOpenApiDocument, createOpenApiRegistry } from './openapi.ts';
-import { requestLifecycle } from './middleware.ts';
+import { registerAiReviewRoutes } from '../modules/ai/routes.ts';
+import { documentAiRoutes } from '../modules/assistant/openapi.ts';
+import { registerAssistantRoutes } from '../modules/assistant/routes.ts';
+import { registerAdminPages } from '../modules/backoffice/web/pages.tsx';
+import { registerAdminShell } from '../modules/backoffice/web/shell.tsx';
+import { registerCaseWorkRoutes } from '../modules/cases/routes.ts';
+import { registerCaseWorkPages } from '../modules/cases/web.tsx';
+import { registerCustomerRoutes } from '../modules/customer/routes.ts';
+import { registerDashboardRoutes } from '../modules/dashboard/routes.ts';
+import { registerKycRoutes } from '../modules/kyc/routes.ts';
+import { registerMerchantRoutes } from '../modules/merchant/routes.ts';
+import { registerDataRoutes } from '../modules/mobile/data.ts';
+import { createIdentity, requireDevice } from '../modules/mobile/guard.ts';
+import { mobilePath, registerMobileRoutes } from '../modules/mobile/routes.ts';
+import { registerSchemaRoutes } from '../modules/mobile/schema.ts';
+import { registerNotificationRoutes } from '../modules/notifications/routes.ts';
+import { registerPushRoutes } from '../modules/push/routes.ts';
+import { registerReportRoutes } from '../modules/reports/routes.ts';
+import { registerTransactionRoutes } from '../modules/transaction/routes.ts';
 
-/** Builds the Koa application for one context; main.ts and the tests both call this. */
+/**
+ * The HTTP face of the service, wired in one place (Django's project urls): every module's routes
+ * are mounted here, in the order their paths need; main.ts and the tests both call this.
+ */
 export function createApp(app: AppContext): Koa {
   const koa = new Koa({ proxy: false });
   const router = new Router();
   const docs = createOpenApiRegistry();
 
+  // The integration API.
   registerMerchantRoutes(router, app, docs);
-  registerUpsertRoutes(router, app, docs);
+  registerCustomerRoutes(router, app, docs);
+  registerTransactionRoutes(router, app, docs);
   registerKycRoutes(router, app, docs);
-  // first of the /admin/ routes: its middleware (session, CSRF, headers) runs before theirs
+  // The web admin: the shell first of the /admin/ routes, so its middleware (session, CSRF,
+  // headers) runs before theirs.
   registerAdminShell(router, app);
   registerAdminPages(router, app);
+  registerCaseWorkPages(router, app);
+  // The mobile API: identity, then the modules' routes, then the generic data routes, whose
+  // data/<app>/<model>/ paths would otherwise claim theirs (reports/ answers
+  // data/report/reportresult/<pk>/ with a 404, as the spec says).
   registerMobileRoutes(router, app, docs);
+  const authenticated = requireDevice(createIdentity(app));
+  registerSchemaRoutes(router, app, authenticated, mobilePath, docs);
+  registerNotificationRoutes(router, app, authenticated, mobilePath, docs);
+  registerPushRoutes(router, app, authenticated, mobilePath, docs);
+  registerReportRoutes(router, app, authenticated, mobilePath, docs);
+  registerDashboardRoutes(router, app, authenticated, mobilePath, docs);
+  registerAiReviewRoutes(router, app, authenticated, mobilePath);
+  registerAssistantRoutes(router, app, authenticated, mobilePath);
+  documentAiRoutes(docs);
+  registerDataRoutes(router, app, authenticated, mobilePath, docs);
   registerCaseWorkRoutes(router, app, docs);
+  // The assistant's tools.
   registerMcpServer(router, app);
   registerOperationalRoutes(router, app);
   const openApiDocument = buildOpenApiDocument(docs);

@@ -1,0 +1,66 @@
+import type { Knex } from 'knex';
+import { approvalPolicyAdmin, approvalRequestAdmin, pendingApprovalRequestAdmin } from '../modules/approvals/admin.ts';
+import { approvalBlocks } from '../modules/approvals/service.ts';
+import { codenamesOf } from '../modules/backoffice/declare.ts';
+import { logEntryAdmin } from '../modules/backoffice/admin.ts';
+import type { ModelRegistration } from '../modules/backoffice/registry.ts';
+import { AdminSite } from '../modules/backoffice/site.ts';
+import { alertAdmin, caseAdmin, complianceDecisionAdmin } from '../modules/cases/admin.ts';
+import { caseWorkBlocks } from '../modules/cases/blocks.ts';
+import { CaseWorkSections } from '../modules/cases/web.tsx';
+import { customerAdmin } from '../modules/customer/admin.ts';
+import { eventAdmin } from '../modules/events/admin.ts';
+import { artifactAdmin, flowAdmin, verificationSessionAdmin } from '../modules/kyc/admin.ts';
+import { credentialAdmin } from '../modules/merchant/admin.ts';
+import { deviceAdmin } from '../modules/mobile/admin.ts';
+import { notificationAdmin } from '../modules/notifications/admin.ts';
+import { reportAdmin, reportResultAdmin } from '../modules/reports/admin.ts';
+import { executionLogAdmin, ruleAdmin } from '../modules/rules/admin.ts';
+import { sanctionEntryAdmin } from '../modules/screening/admin.ts';
+import { groupAdmin, userAdmin } from '../modules/staff/admin.ts';
+import { financialEventAdmin, nonFinancialEventAdmin } from '../modules/transaction/admin.ts';
+
+/**
+ * Django's INSTALLED_APPS for the back office: every model registration, each declared next to its
+ * module, in the order the index lists them, and what the modules add to the generic pages (detail
+ * blocks, web sections). The generic back office imports none of them; it is handed this list.
+ */
+export const REGISTRATIONS: readonly ModelRegistration[] = [
+  customerAdmin,
+  financialEventAdmin,
+  nonFinancialEventAdmin,
+  alertAdmin,
+  caseAdmin,
+  complianceDecisionAdmin,
+  executionLogAdmin,
+  ruleAdmin,
+  eventAdmin,
+  sanctionEntryAdmin,
+  flowAdmin,
+  verificationSessionAdmin,
+  artifactAdmin,
+  credentialAdmin,
+  approvalPolicyAdmin,
+  approvalRequestAdmin,
+  pendingApprovalRequestAdmin,
+  reportAdmin,
+  reportResultAdmin,
+  notificationAdmin,
+  userAdmin,
+  groupAdmin,
+  deviceAdmin,
+  logEntryAdmin,
+];
+
+/** Every permission codename the back office knows; the command line checks grants against it. */
+export function permissionCodenames(): string[] {
+  return codenamesOf(REGISTRATIONS);
+}
+
+/** The site of every registration, bound to a database (the service binds it once at start-up). */
+export function bindAdminSite(db: Knex): Promise<AdminSite> {
+  return AdminSite.bind(db, REGISTRATIONS, {
+    detailBlocks: [caseWorkBlocks, approvalBlocks],
+    detailSections: [CaseWorkSections],
+  });
+}
