@@ -24,7 +24,7 @@ import { loadConfig } from '../src/config.ts';
 import type { EmbedderSpec } from '../src/vision/embedder.ts';
 import { detectFaces, faceScore, MIN_EYE_DISTANCE, readFaces } from '../src/vision/faces.ts';
 import { decodeImage, tapsFor, warp, type Raster } from '../src/vision/image.ts';
-import { random as seeded } from './random.ts';
+import { random as seeded } from '../models/random.ts';
 
 const FIXTURES = path.resolve(import.meta.dirname, '../test/fixtures/faces');
 const SHARED = path.resolve(import.meta.dirname, '../../shared/data/faces');

@@ -3,7 +3,7 @@ import path from 'node:path';
 import type { Knex } from 'knex';
 import type { RuleInput } from '../src/modules/rules/definitions.ts';
 import { parseRuleFile } from '../src/modules/rules/definitions.ts';
-import { random } from './random.ts';
+import { random } from '../models/random.ts';
 
 
 /**

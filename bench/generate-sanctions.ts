@@ -6,7 +6,7 @@
  * and programs. The same count and seed always give the same entries.
  */
 import type { SanctionEntry, SanctionSource } from '../src/modules/screening/sanctions/importers.ts';
-import { random } from './random.ts';
+import { random } from '../models/random.ts';
 
 type EntryBody = Pick<SanctionEntry, 'schema' | 'name' | 'aliases' | 'birth_dates' | 'nationalities'>;
 

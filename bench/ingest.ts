@@ -31,7 +31,7 @@ import { replaceSource } from '../src/modules/screening/sanctions/store.ts';
 import { FINANCIAL, upsertTransactions } from '../src/modules/transaction/service.ts';
 import { benchmarkRules, financialRecords } from './fixture-data.ts';
 import { generateSanctionEntries } from './generate-sanctions.ts';
-import { random } from './random.ts';
+import { random } from '../models/random.ts';
 import os from 'node:os';
 import { machineLine, writeSection } from './results.ts';
 import { BENCH_ACTOR as system, withScoringService } from './scoring-service.ts';

@@ -8,7 +8,7 @@ import { customerFields } from '../src/modules/customer/schemas.ts';
 import { validateRecord, type FieldTable } from '../src/modules/records/fields.ts';
 import { financialFields } from '../src/modules/transaction/schemas.ts';
 import { financialRecords } from './fixture-data.ts';
-import { random } from './random.ts';
+import { random } from '../models/random.ts';
 import { machineLine, writeSection } from './results.ts';
 
 const BATCH = 1000;

@@ -156,8 +156,17 @@ export async function startServer(config: Config, logger: Logger = createLogger(
       closing ??= (async () => {
         const drained = new Promise<void>((resolve) => server.close(() => resolve()));
         server.closeIdleConnections();
-        const timer = setTimeout(() => server.closeAllConnections(), drainMs);
-        await drained;
+        // After drainMs the HTTP connections are closed; upgraded ones (the websockets) are not the
+        // HTTP server's to close and would hold `drained` for as long as a client stays: their
+        // channels end them in context.close, so the wait for them is bounded too.
+        let timer: NodeJS.Timeout | undefined;
+        const deadline = new Promise<void>((resolve) => {
+          timer = setTimeout(() => {
+            server.closeAllConnections();
+            resolve();
+          }, drainMs);
+        });
+        await Promise.race([drained, deadline]);
         clearTimeout(timer);
         await context.close();
         await database.close();

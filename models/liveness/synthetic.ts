@@ -9,7 +9,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import sharp from 'sharp';
-import { random as seededRandom } from '../../bench/random.ts';
+import { random as seededRandom } from '../random.ts';
 import { decodeImage, DEFAULT_MAX_PIXELS, type Raster } from '../../src/vision/image.ts';
 import { MOSAIC } from '../../src/vision/video.ts';
 

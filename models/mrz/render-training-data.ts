@@ -23,7 +23,7 @@ import {
   writeGlyphs,
 } from '../../src/vision/mrz/glyphs.ts';
 import { rectify, type GrayImage } from '../../src/vision/mrz/image.ts';
-import { random as seededRandom } from '../../bench/random.ts';
+import { random as seededRandom } from '../random.ts';
 
 const FONT_DIR = path.resolve(import.meta.dirname, 'fonts');
 /** The plain and the sharp-cornered cuts; the others in the package are outline, inverted or oblique. */

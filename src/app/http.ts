@@ -21,8 +21,8 @@ import { registerDataRoutes } from '../modules/mobile/data.ts';
 import { createIdentity, requireDevice } from '../modules/mobile/guard.ts';
 import { mobilePath, registerMobileRoutes } from '../modules/mobile/routes.ts';
 import { registerSchemaRoutes } from '../modules/mobile/schema.ts';
-import { registerNotificationRoutes } from '../modules/notifications/routes.ts';
-import { registerPushRoutes } from '../modules/push/routes.ts';
+import { registerNotificationRoutes } from '../modules/mobile/notifications.ts';
+import { registerPushRoutes } from '../modules/mobile/push-token.ts';
 import { registerReportRoutes } from '../modules/reports/routes.ts';
 import { registerTransactionRoutes } from '../modules/transaction/routes.ts';
 

@@ -1,6 +1,6 @@
 import { loadConfig } from '../config.ts';
 import type { Database } from '../db/database.ts';
-import { listApprovalPolicies, PolicyInputError, setApprovalPolicies, setDecisionWebhook } from '../modules/approvals/policies.ts';
+import { listApprovalPolicies, PolicyInputError, setApprovalPolicies, setDecisionWebhook } from '../app/policies.ts';
 import { CliError, parseOptions } from './options.ts';
 
 function count(value: string | undefined, name: string): number | undefined {

@@ -82,7 +82,8 @@ async function main(argv: string[]): Promise<number> {
     console.log(USAGE);
     return command ? 0 : 2;
   }
-  const offline = OFFLINE_COMMANDS[command];
+  // Own keys only: `warden constructor` names no command.
+  const offline = Object.hasOwn(OFFLINE_COMMANDS, command) ? OFFLINE_COMMANDS[command] : undefined;
   if (offline) {
     try {
       console.log(JSON.stringify(await offline(rest), null, 2));
@@ -92,7 +93,7 @@ async function main(argv: string[]): Promise<number> {
       return error instanceof CliError ? error.exitCode : 1;
     }
   }
-  const handler = COMMANDS[command];
+  const handler = Object.hasOwn(COMMANDS, command) ? COMMANDS[command] : undefined;
   if (!handler) {
     console.error(JSON.stringify({ error: `Unknown command: ${command}` }));
     console.error(USAGE);

@@ -1,6 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type { Context, Next } from 'koa';
-import type { AppContext } from '../context.ts';
+import type { Config } from '../config.ts';
+import type { Logger } from '../logger.ts';
+import type { Metrics } from './metrics.ts';
 import { createClientIpResolver } from './client-ip.ts';
 import { envelope } from './envelope.ts';
 import { HttpError, TooManyRequestsError } from './errors.ts';
@@ -13,7 +15,14 @@ const REQUEST_ID = /^[\w.:-]{1,128}$/;
  * where errors become responses. 4xx are logged at info; anything else is a 500 with a generic
  * message, logged at error with the real cause.
  */
-export function requestLifecycle(app: AppContext) {
+/** What the outermost middleware needs of the service: its settings, log and metrics. */
+export interface LifecycleServices {
+  config: Pick<Config, 'trustedProxies'>;
+  logger: Logger;
+  metrics: Metrics;
+}
+
+export function requestLifecycle(app: LifecycleServices) {
   const resolveClientIp = createClientIpResolver(app.config.trustedProxies);
   return async (ctx: Context, next: Next) => {
     const started = process.hrtime.bigint();

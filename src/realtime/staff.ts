@@ -13,7 +13,7 @@ import { DEVICE_REVOKED_CHANNEL } from '../modules/mobile/devices.ts';
 import { authenticateCaller, type Identity } from '../modules/mobile/identity.ts';
 import { isEligibleForMobile } from '../modules/mobile/tickets.ts';
 import { loadPrincipalWith, type Principal } from '../modules/staff/principal.ts';
-import { offerCalls, SESSION_MODEL } from '../modules/dashboard/videocall.ts';
+import { offerCalls, SESSION_MODEL } from '../modules/videocall/queue.ts';
 import type { LiveMessage, LivePublisher } from './live-message.ts';
 
 /** What travels between processes: the message plus the ids every recipient sees alike. */

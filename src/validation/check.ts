@@ -4,7 +4,7 @@ import { storableProblems, type FieldProblem } from './storable.ts';
 /**
  * The one way a request body or query is checked, whoever presents the errors: the storable-value
  * guard first (so no schema has to repeat it and nothing PostgreSQL would refuse reaches a handler),
- * then the endpoint's zod schema. The integration API (src/http/validate.ts) and the forms of the
+ * then the endpoint's zod schema. The integration API (src/validation/request.ts) and the forms of the
  * mobile API (./form.ts) differ only in how they word a failure.
  */
 

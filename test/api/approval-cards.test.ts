@@ -4,7 +4,7 @@ import { adminClient } from '../helpers/admin.ts';
 import { installClock, pairDevice, staffUser, type TestClock } from '../helpers/mobile.ts';
 import { createGroup } from '../../src/modules/staff/service.ts';
 import { permissionCodenames } from '../../src/app/registrations.ts';
-import { setApprovalPolicies } from '../../src/modules/approvals/policies.ts';
+import { setApprovalPolicies } from '../../src/app/policies.ts';
 
 /**
  * The list card of an approval request (mobile-api.md, Approval request): the target's name as the

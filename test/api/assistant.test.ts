@@ -5,7 +5,7 @@ import { installClock, pairDevice, staffUser, type TestClock } from '../helpers/
 import { startScriptedLlm, type ScriptedLlm } from '../helpers/scripted-llm.ts';
 import { startGateway, type RunningGateway } from '../../src/gateway/server.ts';
 import type { GatewaySettings } from '../../src/gateway/model.ts';
-import { setApprovalPolicies } from '../../src/modules/approvals/policies.ts';
+import { setApprovalPolicies } from '../../src/app/policies.ts';
 import { processRequest } from '../../src/modules/approvals/service.ts';
 import { loadPrincipal } from '../../src/modules/staff/principal.ts';
 import { createGroup } from '../../src/modules/staff/service.ts';

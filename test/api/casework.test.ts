@@ -16,7 +16,7 @@ import { detailBlocks } from '../../src/modules/backoffice/site.ts';
 import { getRow } from '../../src/modules/backoffice/query.ts';
 import { saveObject } from '../../src/modules/backoffice/write.ts';
 import { PendingApprovalConflict, ValidationFailed } from '../../src/modules/backoffice/errors.ts';
-import { setApprovalPolicies, setDecisionWebhook } from '../../src/modules/approvals/policies.ts';
+import { setApprovalPolicies, setDecisionWebhook } from '../../src/app/policies.ts';
 import { processRequest } from '../../src/modules/approvals/service.ts';
 
 const FINANCIAL = '/api/transaction/financial/upsert/';

@@ -15,7 +15,7 @@ import { waitFor } from '../helpers/kyc.ts';
 import { installClock, pairDevice, staffUser, type TestClock } from '../helpers/mobile.ts';
 import { loadPrincipal, type Principal } from '../../src/modules/staff/principal.ts';
 import { saveObject } from '../../src/modules/backoffice/write.ts';
-import { setApprovalPolicies } from '../../src/modules/approvals/policies.ts';
+import { setApprovalPolicies } from '../../src/app/policies.ts';
 
 const FINANCIAL = '/api/transaction/financial/upsert/';
 const DATA = '/api/mobile/data/';

@@ -8,7 +8,7 @@ import { loadPrincipal } from '../../src/modules/staff/principal.ts';
 import { createGroup } from '../../src/modules/staff/service.ts';
 import { permissionCodenames } from '../../src/app/registrations.ts';
 import { saveObject } from '../../src/modules/backoffice/write.ts';
-import { setApprovalPolicies } from '../../src/modules/approvals/policies.ts';
+import { setApprovalPolicies } from '../../src/app/policies.ts';
 import { processRequest } from '../../src/modules/approvals/service.ts';
 
 let app: TestApp;

@@ -11,7 +11,7 @@ import { promisify } from 'node:util';
 import test from 'ava';
 import { defineFlow, FlowInputError } from '../../src/modules/kyc/flows.ts';
 import { notifyFlow } from '../../src/modules/kyc/webhook.ts';
-import { PolicyInputError, setDecisionWebhook } from '../../src/modules/approvals/policies.ts';
+import { PolicyInputError, setDecisionWebhook } from '../../src/app/policies.ts';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { openSession } from '../helpers/kyc.ts';
 import { installClock, operator, pairDevice, staffUser } from '../helpers/mobile.ts';

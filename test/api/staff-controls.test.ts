@@ -9,7 +9,7 @@ import { defineEvents, hoursAgo, loadRuleSet } from '../helpers/fixtures.ts';
 import { installClock, pairDevice, staffUser, type TestClock } from '../helpers/mobile.ts';
 import { ServiceMcp } from '../../src/gateway/mcp.ts';
 import { delegate } from '../../src/modules/ai/delegation.ts';
-import { setApprovalPolicies } from '../../src/modules/approvals/policies.ts';
+import { setApprovalPolicies } from '../../src/app/policies.ts';
 import { saveObject } from '../../src/modules/backoffice/write.ts';
 import { loadPrincipal, type Principal } from '../../src/modules/staff/principal.ts';
 import { createGroup } from '../../src/modules/staff/service.ts';

@@ -8,9 +8,9 @@ import { randomUUID } from 'node:crypto';
 import { COPY_FROM_LOGS } from '../../src/modules/records/sql.ts';
 import { COPY_FROM_ALERTS } from '../../src/modules/cases/alerts.ts';
 import { buildDecisionContext } from '../../src/modules/rules/evaluate.ts';
-import { storedDecisionContext } from '../../src/modules/cases/context.ts';
+import { storedDecisionContext } from '../../src/modules/rules/decision-context.ts';
 import { computeAggregates, type AggregateItem } from '../../src/modules/transaction/aggregates.ts';
-import { random } from '../../bench/random.ts';
+import { random } from '../../models/random.ts';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { countRows, defineEvents, hoursAgo, loadRuleSet } from '../helpers/fixtures.ts';
 

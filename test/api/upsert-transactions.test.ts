@@ -1,6 +1,6 @@
 import test from 'ava';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
-import { storedDecisionContext } from '../../src/modules/cases/context.ts';
+import { storedDecisionContext } from '../../src/modules/rules/decision-context.ts';
 import { defineEvents, hoursAgo, loadRuleSet , countRows } from '../helpers/fixtures.ts';
 
 const FINANCIAL = '/api/transaction/financial/upsert/';

@@ -8,7 +8,7 @@ import test from 'ava';
 import type { Page } from 'playwright-core';
 import { permissionCodenames } from '../../src/app/registrations.ts';
 import { saveObject } from '../../src/modules/backoffice/write.ts';
-import { setApprovalPolicies } from '../../src/modules/approvals/policies.ts';
+import { setApprovalPolicies } from '../../src/app/policies.ts';
 import { loadPrincipal } from '../../src/modules/staff/principal.ts';
 import { createUser } from '../../src/modules/staff/service.ts';
 import { startTestApp, type TestApp } from '../helpers/app.ts';

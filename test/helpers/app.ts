@@ -102,8 +102,10 @@ export async function startTestApp(env: Record<string, string> = {}): Promise<Te
     },
     async close() {
       server.closeAllConnections();
-      await new Promise((resolve) => server.close(resolve));
+      const closed = new Promise((resolve) => server.close(resolve));
+      // The context ends the websockets, which the HTTP server does not close and would wait for.
       await context.close();
+      await closed;
       await database.drop();
       await fs.rm(dataDir, { recursive: true, force: true });
     },

@@ -1,6 +1,6 @@
 import test from 'ava';
 import type { EvaluationInput } from '../../src/modules/rules/definitions.ts';
-import { decisionContextOf, storedDecisionContext } from '../../src/modules/cases/context.ts';
+import { decisionContextOf, storedDecisionContext } from '../../src/modules/rules/decision-context.ts';
 import { AGGREGATE_NAMES, NEWEST_AGGREGATE_ORDER } from '../../src/modules/rules/definitions.ts';
 import { buildDecisionContext, DecisionContextWriter } from '../../src/modules/rules/evaluate.ts';
 

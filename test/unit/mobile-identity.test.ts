@@ -2,7 +2,7 @@ import test from 'ava';
 import { jwtVerify } from 'jose';
 import { ConfigError, loadConfig } from '../../src/config.ts';
 import { pushIdentity, websocketUrl } from '../../src/modules/mobile/account.ts';
-import { formatTimestamp } from '../../src/modules/mobile/dates.ts';
+import { formatTimestamp } from '../../src/timestamps.ts';
 import { canonicalReviewCode, newReviewCode } from '../../src/modules/mobile/secrets.ts';
 import { AccessTokenError, MobileTokens } from '../../src/modules/mobile/tokens.ts';
 

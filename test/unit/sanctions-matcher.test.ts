@@ -4,7 +4,7 @@ import fc from 'fast-check';
 import { parseOfac, type SanctionEntry } from '../../src/modules/screening/sanctions/importers.ts';
 import { jaroWinkler, SanctionsIndex } from '../../src/modules/screening/sanctions/matcher.ts';
 import { generateSanctionEntries } from '../../bench/generate-sanctions.ts';
-import { random } from '../../bench/random.ts';
+import { random } from '../../models/random.ts';
 
 function entry(source_id: string, name: string, details: Partial<SanctionEntry> = {}): SanctionEntry {
   return { source: 'ofac', source_id, schema: 'person', name, aliases: [], birth_dates: [], nationalities: [], topics: ['sanction'], programs: [], ...details };

@@ -1,7 +1,7 @@
 import test from 'ava';
 import { z } from 'zod';
 import { HttpError } from '../../src/http/errors.ts';
-import { validateBody } from '../../src/http/validate.ts';
+import { validateBody } from '../../src/validation/request.ts';
 import { choiceOf, validateForm } from '../../src/validation/form.ts';
 
 const FORM = z.object({

@@ -8,6 +8,7 @@ import { UnauthorizedError } from '../../http/errors.ts';
 import { readJsonBody } from '../../http/json-body.ts';
 import { ALIAS, getRow, inlineBlocks, listRows, QueryError, scopedQuery, validPk, type InlineBlock } from '../backoffice/query.ts';
 import type { BoundModel, Row } from '../backoffice/registry.ts';
+import type { AdminSite } from '../backoffice/site.ts';
 import { visibleRow } from '../backoffice/access.ts';
 import { saveObject, type WriteOrigin } from '../backoffice/write.ts';
 import { ChainError, PermissionDenied, ValidationFailed } from '../backoffice/errors.ts';
@@ -30,8 +31,8 @@ export function panelAddress(model: BoundModel, pk: string): string {
 /** A tool's refusal: the model sees the reason as text; nothing of the record is in it. */
 class ToolRefusal extends Error {}
 
-function blocks(list: InlineBlock[]) {
-  return list.map((block) => ({ model: block.model.key, label: block.label, total: block.total, rows: block.rows.map((row) => visibleRow(block.model, row)) }));
+function blocks(site: AdminSite, principal: Principal, list: InlineBlock[]) {
+  return list.map((block) => ({ model: block.model.key, label: block.label, total: block.total, rows: block.rows.map((row) => visibleRow(site, principal, block.model, row)) }));
 }
 
 /** Reading tools give their JSON; refusals and validation errors become tool errors, never exceptions to the client. */
@@ -90,7 +91,7 @@ function buildServer(app: AppContext, principal: Principal): McpServer {
           total: result.total,
           page: result.page,
           pages: result.pages,
-          rows: result.rows.map((row) => ({ pk: String(row[model.pk]), repr: model.repr(row), ...visibleRow(model, row) })),
+          rows: result.rows.map((row) => ({ pk: String(row[model.pk]), repr: model.repr(row), ...visibleRow(site, principal, model, row) })),
         };
       }),
   );
@@ -102,7 +103,7 @@ function buildServer(app: AppContext, principal: Principal): McpServer {
       answer(async () => {
         const model = viewable(args.model);
         const row = await record(model, args.pk);
-        return { model: model.key, pk: args.pk, repr: model.repr(row), address: panelAddress(model, args.pk), record: visibleRow(model, row), inlines: blocks(await inlineBlocks(site, app.db, model, principal, row)) };
+        return { model: model.key, pk: args.pk, repr: model.repr(row), address: panelAddress(model, args.pk), record: visibleRow(site, principal, model, row), inlines: blocks(site, principal, await inlineBlocks(site, app.db, model, principal, row)) };
       }),
   );
 
@@ -122,7 +123,7 @@ function buildServer(app: AppContext, principal: Principal): McpServer {
         const customerModel = site.models.get(CUSTOMER_MODEL);
         const customer = customerModel && site.can(principal, customerModel, 'view') && row.customer_id ? await getRow(app.db, customerModel, principal, String(row.customer_id)) : undefined;
         if (customer && customerModel) {
-          related.push(...blocks(await inlineBlocks(site, app.db, customerModel, principal, customer)));
+          related.push(...blocks(site, principal, await inlineBlocks(site, app.db, customerModel, principal, customer)));
           // Screening hits, KYC sessions and whatever else the registry holds per customer: every
           // model the user may view with a customer column that no inline above already covers.
           const covered = new Set([...(model.inlines ?? []), ...(customerModel.inlines ?? [])].map((inline) => inline.model));
@@ -136,16 +137,16 @@ function buildServer(app: AppContext, principal: Principal): McpServer {
               base.clone().select(`${ALIAS}.*`).orderBy(`${ALIAS}.${other.pk}`, 'desc').limit(RELATED_ROWS) as Promise<Row[]>,
               base.clone().count('* as count') as Promise<{ count: string }[]>,
             ]);
-            if (rows.length) related.push({ model: other.key, label: other.verboseNamePlural, total: Number(counted[0]?.count ?? rows.length), rows: rows.map((related) => visibleRow(other, related)) });
+            if (rows.length) related.push({ model: other.key, label: other.verboseNamePlural, total: Number(counted[0]?.count ?? rows.length), rows: rows.map((related) => visibleRow(site, principal, other, related)) });
           }
         }
         return {
           model: model.key,
           pk: args.pk,
           address: panelAddress(model, args.pk),
-          case: visibleRow(model, row),
-          case_blocks: blocks(await inlineBlocks(site, app.db, model, principal, row)),
-          customer: customer && customerModel ? visibleRow(customerModel, customer) : null,
+          case: visibleRow(site, principal, model, row),
+          case_blocks: blocks(site, principal, await inlineBlocks(site, app.db, model, principal, row)),
+          customer: customer && customerModel ? visibleRow(site, principal, customerModel, customer) : null,
           customer_blocks: related,
         };
       }),

@@ -49,6 +49,12 @@ const DECISIONS: Record<string, { label: string; tone: string }> = {
   REJECT: { label: 'Reject', tone: 'danger' },
   ESCALATE: { label: 'Escalate', tone: 'warning' },
 };
+
+/** How a reviewed decision reads: the gateway's text is looked up as an own key only. */
+function decisionShown(decision: string): { label: string; tone: string } | undefined {
+  return Object.hasOwn(DECISIONS, decision) ? DECISIONS[decision] : undefined;
+}
+
 const KNOWLEDGE_NOTES = 5;
 const MAX_NOTE = 10_000;
 
@@ -102,8 +108,8 @@ export async function aiBlock(app: AppContext, model: BoundModel, principal: Pri
     result: result
       ? {
           decision: result.decision,
-          decision_label: DECISIONS[result.decision]?.label ?? result.decision,
-          decision_tone: DECISIONS[result.decision]?.tone ?? 'info',
+          decision_label: decisionShown(result.decision)?.label ?? result.decision,
+          decision_tone: decisionShown(result.decision)?.tone ?? 'info',
           confidence: result.confidence,
           confidence_tone: confidenceTone(result.confidence),
           str_required: result.str_required,

@@ -3,7 +3,7 @@ import type { AppContext } from '../../context.ts';
 import { compileRuleSet } from '../rules/compiler.ts';
 import type { Decision, EvaluationInput, RuleDefinition } from '../rules/definitions.ts';
 import { evaluateRecords, type Thresholds } from '../rules/evaluate.ts';
-import { decisionContextOf } from '../cases/context.ts';
+import { decisionContextOf } from '../rules/decision-context.ts';
 import type { Row } from '../backoffice/registry.ts';
 import type { RequestRow } from './service.ts';
 

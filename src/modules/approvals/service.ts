@@ -5,7 +5,7 @@ import type { BoundModel, Row, RowAnnotator } from '../backoffice/registry.ts';
 import { deleteObject, jsonable, sameValue, saveObject, type ApprovalCandidate, type ApprovalHook, type WriteOrigin } from '../backoffice/write.ts';
 import { ChainError, PendingApprovalConflict, PermissionDenied, ValidationFailed } from '../backoffice/errors.ts';
 import { loadPrincipal, type Principal } from '../staff/principal.ts';
-import type { StoredAttachment } from '../cases/attachments.ts';
+import type { StoredAttachment } from '../kyc/storage.ts';
 import type { AdminSite, DetailBlockProvider } from '../backoffice/site.ts';
 import { notifyMaker, notifySigners, type SignerCheck } from '../notifications/raise.ts';
 
@@ -308,8 +308,8 @@ export async function approvalBlock(app: { db: Knex; site: AdminSite }, principa
       model: request.content_type,
       title: target?.verboseName ?? request.content_type,
       pk: targetPk,
-      // The stored repr names the record: only to those who may view its model.
-      display: target && !app.site.can(principal, target, 'view') ? `${target.verboseName} ${targetPk ?? ''}`.trim() : targetRow && target ? target.repr(targetRow) : request.object_repr,
+      // A request names what it asks to change, as its list does: its signers see what they sign.
+      display: targetRow && target ? target.repr(targetRow) : request.object_repr,
       exists: Boolean(targetRow),
       related_model: target ? { app_label: target.appLabel, model: target.model } : null,
     },

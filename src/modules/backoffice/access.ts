@@ -30,14 +30,17 @@ export function visibleFields(model: BoundModel): ResolvedField[] {
 }
 
 /**
- * A stored row as it may leave the server: hidden fields and binary columns dropped, times as ISO
- * instants. The MCP tools and anything else that hands whole rows out read rows through this.
+ * A stored row as it may leave the server for this viewer: hidden fields and binary columns
+ * dropped, redacted fields in the part the viewer may read, times as ISO instants. The MCP tools
+ * and anything else that hands whole rows out read rows through this.
  */
-export function visibleRow(model: BoundModel, row: Row): Row {
+export function visibleRow(site: AdminSite, principal: Principal, model: BoundModel, row: Row): Row {
   const visible: Row = {};
+  const mayView = (key: string) => mayName(site, principal, key);
   for (const [name, value] of Object.entries(row)) {
     if (isHidden(model, name) || Buffer.isBuffer(value)) continue;
-    visible[name] = value instanceof Date ? value.toISOString() : value;
+    const redact = model.fields?.[name]?.redact;
+    visible[name] = redact && value !== null && value !== undefined ? redact(value, mayView) : value instanceof Date ? value.toISOString() : value;
   }
   return visible;
 }
@@ -87,4 +90,19 @@ export function httpErrorOf(error: unknown): unknown {
 /** How a record of another model reads to the principal: its repr where they may view its model, else its kind and key. */
 export function reprFor(site: AdminSite, principal: Principal, model: BoundModel, row: Row): string {
   return site.can(principal, model, 'view') ? model.repr(row) : `${model.verboseName} ${String(row[model.pk])}`;
+}
+
+/**
+ * The access rule in SQL, for statements that pick many users at once (who is notified): the ids
+ * (column `id`) of active staff holding any of the codenames, directly or through a group, and of
+ * every active superuser (Principal.has), as a query that names the codenames array twice by `codenames`
+ * (a placeholder), so a statement can use it as a subquery.
+ */
+export function usersWhoMaySql(codenames: string): string {
+  return `select u.id from staff_users u
+     where u.is_active and u.is_staff and (
+       u.is_superuser
+       or exists (select 1 from staff_user_permissions p where p.user_id = u.id and p.codename = any(${codenames}))
+       or exists (select 1 from staff_user_groups ug join staff_group_permissions gp on gp.group_id = ug.group_id
+                  where ug.user_id = u.id and gp.codename = any(${codenames})))`;
 }

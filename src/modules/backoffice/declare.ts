@@ -28,8 +28,13 @@ const OPERATIONS: readonly Operation[] = ['view', 'add', 'change', 'delete'];
  */
 export function mayOperate(principal: Principal, model: Pick<ModelRegistration, 'appLabel' | 'model' | 'disabled'>, operation: Operation): boolean {
   if (operation !== 'view' && model.disabled?.[operation]) return false;
-  if (operation === 'view') return principal.has(permissionFor(model, 'view')) || (!model.disabled?.change && principal.has(permissionFor(model, 'change')));
+  if (operation === 'view') return viewCodenames(model).some((codename) => principal.has(codename));
   return principal.has(permissionFor(model, operation));
+}
+
+/** The codenames any one of which lets a user view a model (mayOperate's view rule, for SQL that picks viewers). */
+export function viewCodenames(model: Pick<ModelRegistration, 'appLabel' | 'model' | 'disabled'>): string[] {
+  return model.disabled?.change ? [permissionFor(model, 'view')] : [permissionFor(model, 'view'), permissionFor(model, 'change')];
 }
 
 /**

@@ -38,6 +38,8 @@ export interface FieldDeclaration {
   virtual?: boolean;
   /** Never shown nor written through the generic pages (secrets, hashes). */
   hidden?: boolean;
+  /** A value some viewers may read only in part: what `visibleRow` hands out, given which models the viewer may view. */
+  redact?: (value: unknown, mayView: (modelKey: string) => boolean) => unknown;
   help?: string;
   /** A value shown in the detail instead of the stored one (formatted, joined, counted). */
   display?: (row: Row) => string;

@@ -13,7 +13,7 @@ import type {
 } from './registry.ts';
 
 /**
- * The generic half of the back office: the registrations it is given (registrations.ts holds the
+ * The generic half of the back office: the registrations it is given (src/app/registrations.ts holds the
  * list; nothing here imports a registration) bound to the database, and the permission checks.
  */
 

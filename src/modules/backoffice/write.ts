@@ -9,7 +9,7 @@ import { canObject, canRunAction } from './access.ts';
 import { ObjectNotFound, PermissionDenied, ValidationFailed } from './errors.ts';
 // TEMPORARY: importers move to errors.ts
 export { ChainError, ObjectNotFound, PendingApprovalConflict, PermissionDenied, ValidationFailed } from './errors.ts';
-import { formatTimestamp } from '../mobile/dates.ts';
+import { formatTimestamp } from '../../timestamps.ts';
 
 /**
  * The one write chain of the back office: form validation from the registration, its clean hook,

@@ -1,6 +1,6 @@
 import { choices, DECISION_CHOICES, decisionTone } from '../backoffice/declare.ts';
 import type { FieldErrors, ModelRegistration, Row, Tone } from '../backoffice/registry.ts';
-import { closeCase } from './closing.ts';
+import { clearClosure, closeCase } from './closing.ts';
 
 export const CASE_STATUSES = ['open', 'in_review', 'escalated', 'closed'] as const;
 export const ACCOUNT_ACTIONS = ['none', 'restrict', 'freeze', 'close'] as const;
@@ -121,12 +121,14 @@ export const caseAdmin: ModelRegistration = {
       }
       return closingErrors(cleaned, before);
     },
-    beforeSave({ values, before }) {
+    async beforeSave({ trx, values, before, cleaned, principal }) {
+      // Before the approval hook: a closure whose decisions would be refused never becomes a request.
+      await clearClosure(trx, before, cleaned, principal);
       if (values.status === 'closed' && before?.status !== 'closed') values.closed_at = new Date();
       if (values.status !== undefined && values.status !== 'closed') values.closed_at = null;
     },
     async afterSave({ trx, before, values, cleaned, principal, row }) {
-      if (values.status === 'closed' && before?.status !== 'closed') await closeCase(trx, row, cleaned, principal);
+      if (values.status === 'closed' && before && before.status !== 'closed') await closeCase(trx, before, row, cleaned, principal);
       const changes: Record<string, [unknown, unknown]> = {};
       for (const name of [...RATIONALE_FIELDS, 'assignee_id'] as const) {
         if (values[name] !== undefined && dateOrText(values[name]) !== dateOrText(before?.[name])) changes[name] = [before?.[name] ?? null, values[name] ?? null];

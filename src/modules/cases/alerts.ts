@@ -2,7 +2,7 @@ import type { Knex } from 'knex';
 import type { Config } from '../../config.ts';
 import { onConnection, runStatement } from '../../db/knex.ts';
 import { timeOrderedId } from '../../ids.ts';
-import { arrayLiteral, copyIn, copyText } from '../records/sql.ts';
+import { arrayLiteral, copyIn, copyText } from '../../db/copy.ts';
 import type { EvaluationResult } from '../rules/evaluate.ts';
 import { notifyCaseAlerts } from '../notifications/raise.ts';
 

@@ -3,7 +3,7 @@ import type { Context } from 'koa';
 import type { AppContext } from '../../context.ts';
 import { HttpError } from '../../http/errors.ts';
 import { discardReceived, readMultipart, type ReceivedFile } from '../../http/multipart.ts';
-import type { HeldFile } from '../kyc/storage.ts';
+import type { HeldFile, StoredAttachment } from '../kyc/storage.ts';
 
 /**
  * Evidence files of compliance decisions and approval signatures: up to ten per request, streamed
@@ -14,15 +14,6 @@ import type { HeldFile } from '../kyc/storage.ts';
 
 export const MAX_ATTACHMENTS = 10;
 export const MAX_ATTACHMENT_BYTES = 25 * 1024 * 1024;
-
-export interface StoredAttachment {
-  name: string;
-  content_type: string;
-  size: number;
-  sha256: string;
-  /** The key in the file store. */
-  path: string;
-}
 
 /** An attachment as received: a temporary file, not stored yet. */
 export type ReceivedAttachment = ReceivedFile;

@@ -1,6 +1,7 @@
 import type { AppContext } from '../../context.ts';
 import type { DetailBlockProvider } from '../backoffice/site.ts';
-import { decisionContextOf, decisionContextOfLog } from './context.ts';
+import { mayName } from '../backoffice/access.ts';
+import { decisionContextOf, decisionContextOfLog, viewableDecisionContext } from '../rules/decision-context.ts';
 import { DECISION_TARGETS, markBlock } from './decisions.ts';
 
 /**
@@ -9,10 +10,10 @@ import { DECISION_TARGETS, markBlock } from './decisions.ts';
  */
 export const caseWorkBlocks: DetailBlockProvider = {
   models: ['engine.alert', ...Object.keys(DECISION_TARGETS)],
-  async blocks({ db, model, row, principal }) {
+  async blocks({ db, site, model, row, principal }) {
     const blocks: Record<string, unknown> = {};
-    if (model.key === 'engine.alert') blocks.data_context = await decisionContextOfLog(db, row.log_id as string | null);
-    if (model.key === 'engine.executionlog') blocks.data_context = decisionContextOf(row.data_context);
+    const context = model.key === 'engine.alert' ? await decisionContextOfLog(db, row.log_id as string | null) : model.key === 'engine.executionlog' ? decisionContextOf(row.data_context) : undefined;
+    if (context !== undefined) blocks.data_context = context && viewableDecisionContext(context, (key) => mayName(site, principal, key));
     if (DECISION_TARGETS[model.key]) blocks.mark = await markBlock({ db } as Pick<AppContext, 'db'>, model, row, principal);
     return blocks;
   },

@@ -18,30 +18,37 @@ const TARGET_MODELS: Readonly<Record<string, string>> = {
   non_financial: 'transaction.nonfinancialevent',
 };
 
+/** The decisions a closure will write: one per alerted record, each cleared like a decision on its own page. */
+export interface ClosureDecisions {
+  decision: 'ACCEPT' | 'REJECT';
+  records: { modelKey: string; pk: string }[];
+}
+
+function closing(before: Row | null, cleaned: Row): boolean {
+  return cleaned.status === 'closed' && before !== null && before.status !== 'closed';
+}
+
 /**
- * Closing a case (inside the case's save, so all of it commits or none): its open alerts close,
- * and with a clear decision every alerted transaction gets one compliance decision, all of them
- * sharing one batch_id. The case row is locked by the write chain, so a second closing racing this
- * one finds the case closed and writes nothing.
- *
- * Each of those decisions passes the same check as a decision made on the record's own page
- * (clearDecision): the closer needs the decision permission, no approval may be pending on any
- * alerted record, and where a decision policy covers one of them the closure is refused with the
- * reason (the officer decides those records one by one, each through its approval, then closes
- * the case without a clear decision): a closure never writes a decision a policy holds back.
+ * The check of a closure's decisions, run before the case is written (beforeSave, so before the
+ * approval hook: a change policy on cases cannot turn a closure whose decisions would be refused
+ * into a request) and again when they are written. Each decision passes the same check as one made
+ * on the record's own page (clearDecision): the closer needs the decision permission, no approval
+ * may be pending on any alerted record, and where a decision policy covers one of them the closure
+ * is refused with the reason (the officer decides those records one by one, each through its
+ * approval, then closes the case without a clear decision): a closure never writes a decision a
+ * policy holds back.
  */
-export async function closeCase(trx: Knex.Transaction, caseRow: Row, cleaned: Row, principal: Principal): Promise<void> {
-  await trx('alerts').where({ case_id: caseRow.id, status: 'open' }).update({ status: 'closed' });
+export async function clearClosure(trx: Knex.Transaction, before: Row | null, cleaned: Row, principal: Principal): Promise<ClosureDecisions | null> {
   const decision = cleaned.clear_decision as 'ACCEPT' | 'REJECT' | null | undefined;
-  if (!decision) return;
+  if (!decision || !closing(before, cleaned)) return null;
   if (!caseWork) throw new Error('case closure is not installed (installCaseClosure)');
   const site = caseWork.backoffice.site;
   const alerted = (await trx('alerts')
-    .where({ case_id: caseRow.id })
+    .where({ case_id: before!.id })
     .whereIn('target', Object.keys(TARGET_MODELS))
     .distinct('target', 'record_id')
     .orderBy('record_id')) as { target: string; record_id: string }[];
-  const cleared: { modelKey: string; pk: string }[] = [];
+  const records: ClosureDecisions['records'] = [];
   const covered = new Set<string>();
   for (const alert of alerted) {
     const modelKey = TARGET_MODELS[alert.target]!;
@@ -51,7 +58,7 @@ export async function closeCase(trx: Knex.Transaction, caseRow: Row, cleaned: Ro
     // Every record is checked (permission, pending lock) before a covering policy refuses the whole.
     const { policy } = await clearDecision(trx, site, principal, model, row);
     if (policy) covered.add(model.verboseNamePlural);
-    cleared.push({ modelKey, pk: alert.record_id });
+    records.push({ modelKey, pk: alert.record_id });
   }
   if (covered.size) {
     throw new ValidationFailed({
@@ -61,14 +68,28 @@ export async function closeCase(trx: Knex.Transaction, caseRow: Row, cleaned: Ro
       }],
     });
   }
+  return { decision, records };
+}
+
+/**
+ * Closing a case (inside the case's save, so all of it commits or none): its open alerts close,
+ * and with a clear decision every alerted transaction gets one compliance decision, all of them
+ * sharing one batch_id, each cleared again (clearClosure) as the case is written. The case row is
+ * locked by the write chain, so a second closing racing this one finds the case closed and writes
+ * nothing.
+ */
+export async function closeCase(trx: Knex.Transaction, before: Row, caseRow: Row, cleaned: Row, principal: Principal): Promise<void> {
+  await trx('alerts').where({ case_id: caseRow.id, status: 'open' }).update({ status: 'closed' });
+  const cleared = await clearClosure(trx, before, cleaned, principal);
+  if (!cleared) return;
   const batchId = randomUUID();
   const score = cleaned.clear_score === undefined || cleaned.clear_score === null ? null : Number(cleaned.clear_score);
   const description = `Case closed: ${String(cleaned.rationale ?? '').trim()}`.slice(0, 10_000);
-  for (const { modelKey, pk } of cleared) {
-    await applyDecision(caseWork, trx, {
+  for (const { modelKey, pk } of cleared.records) {
+    await applyDecision(caseWork!, trx, {
       modelKey,
       pk,
-      input: { decision, score, description, document_description: '' },
+      input: { decision: cleared.decision, score, description, document_description: '' },
       actor: principal,
       attachments: [],
       batchId,

@@ -11,7 +11,8 @@ import type { Principal } from '../staff/principal.ts';
 import { findPolicy, openRequest, pendingRequestFor, PENDING_MESSAGE, refuseStale, registerApplier, type PolicyRow, type RequestRow } from '../approvals/service.ts';
 import type { AdminSite } from '../backoffice/site.ts';
 import { checkForm, requiredText } from '../../validation/form.ts';
-import { MAX_ATTACHMENTS, type StoredAttachment } from './attachments.ts';
+import { MAX_ATTACHMENTS } from './attachments.ts';
+import type { StoredAttachment } from '../kyc/storage.ts';
 
 /**
  * Compliance decisions: a staff member's ruling on a scored record (an execution log, a financial

@@ -24,7 +24,8 @@ import {
   type RequestRow,
 } from '../approvals/service.ts';
 import { discardReceived, refuseUnreadBody } from '../../http/multipart.ts';
-import { MAX_ATTACHMENTS, receiveForm, withStoredAttachments, type ReceivedAttachment, type StoredAttachment } from './attachments.ts';
+import { MAX_ATTACHMENTS, receiveForm, withStoredAttachments, type ReceivedAttachment } from './attachments.ts';
+import type { StoredAttachment } from '../kyc/storage.ts';
 import { clearDecision, cleanDecision, DECISION_FORM, DECISION_TARGETS, mayDecide, submitDecision } from './decisions.ts';
 import { httpErrorOf } from '../backoffice/access.ts';
 

@@ -1,7 +1,7 @@
 import { Decimal } from 'decimal.js';
 import type { Knex } from 'knex';
 import type { Principal } from '../staff/principal.ts';
-import { formatTimestamp } from '../mobile/dates.ts';
+import { formatTimestamp } from '../../timestamps.ts';
 
 const DAY_MS = 86_400_000;
 export const TREND_DAYS = 7;

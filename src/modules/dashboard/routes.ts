@@ -11,7 +11,7 @@ import { createIdentity, type MobileState } from '../mobile/guard.ts';
 import type { Principal } from '../staff/principal.ts';
 import { mayName } from '../backoffice/access.ts';
 import { agentSummary, card, CARDS, decisionsByDay, highVolumeCustomers, lobby } from './blocks.ts';
-import { endCall, offerCalls, SESSION_MODEL, takeCall } from './videocall.ts';
+import { endCall, offerCalls, SESSION_MODEL, takeCall } from '../videocall/queue.ts';
 
 /** The model whose view permission each block needs (403 without it). */
 const BLOCK_MODELS = {

@@ -6,7 +6,7 @@ import { respond } from '../../http/envelope.ts';
 import { readJsonObject } from '../../http/json-body.ts';
 import { envelopeOf, errorResponses, z } from '../../http/openapi.ts';
 import type { RequestState } from '../../http/state.ts';
-import { validateBody } from '../../http/validate.ts';
+import { validateBody } from '../../validation/request.ts';
 import { CLOSING_STATUS_VALUES } from './constants.ts';
 import { verifyKycToken } from './errors.ts';
 import { receiveUpload } from './multipart.ts';

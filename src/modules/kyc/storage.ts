@@ -129,3 +129,13 @@ export class LocalFileStore implements FileStore {
     return resolved;
   }
 }
+
+/** A file kept as evidence (a decision's or a signature's attachment): its name, type, size, hash and store key. */
+export interface StoredAttachment {
+  name: string;
+  content_type: string;
+  size: number;
+  sha256: string;
+  /** The key in the file store. */
+  path: string;
+}

@@ -7,7 +7,7 @@ import { ForbiddenError, UnauthorizedError } from '../../http/errors.ts';
 import { readJsonObject } from '../../http/json-body.ts';
 import { envelopeOf, errorResponses } from '../../http/openapi.ts';
 import type { RequestState } from '../../http/state.ts';
-import { validateBody } from '../../http/validate.ts';
+import { validateBody } from '../../validation/request.ts';
 import { TokenRateLimiter, TooManyRequestsError, TOKEN_LIMITS } from './rate-limit.ts';
 import { authenticate } from './service.ts';
 import { checkData, tokenData, tokenRequest } from './schemas.ts';

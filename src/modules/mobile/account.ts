@@ -10,10 +10,10 @@ import { LANGUAGE_CODES, LANGUAGES, TIMEZONE_SET, TIMEZONES } from '../staff/pre
 import { changePassword } from '../staff/service.ts';
 import { loadPrincipal, type Principal } from '../staff/principal.ts';
 import { USER_MODEL, WEBSOCKET_PATH } from './constants.ts';
-import { formatTimestamp } from './dates.ts';
+import { formatTimestamp } from '../../timestamps.ts';
 import type { MobileDevice } from './devices.ts';
 import { pushIdentity as providerIdentity } from '../push/service.ts';
-import { offerCalls, withdrawOffers } from '../dashboard/videocall.ts';
+import { offerCalls, withdrawOffers } from '../videocall/queue.ts';
 import type { Identity, MobileCaller } from './identity.ts';
 
 /** The account menu's forms: the languages and zones of the web's user form, nothing else. */

@@ -5,7 +5,7 @@ import { ForbiddenError, UnauthorizedError } from '../../http/errors.ts';
 import { loadPrincipalWith, preparedName, principalFromRow, principalSql, type Principal, type StaffUser } from '../staff/principal.ts';
 import { queryPrepared } from '../../db/knex.ts';
 import { type Platform, REFRESH_TOKEN_TTL_SECONDS, UUID } from './constants.ts';
-import { addSeconds } from './dates.ts';
+import { addSeconds } from '../../timestamps.ts';
 import { deviceFromJson, revokeDevice, type DeviceJson, type MobileDevice } from './devices.ts';
 import { hashSecret, newRefreshToken } from './secrets.ts';
 import { isEligibleForMobile, presentedTicketHashes } from './tickets.ts';

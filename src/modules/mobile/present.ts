@@ -3,7 +3,7 @@ import { columnKind } from '../backoffice/query.ts';
 import type { AdminSite } from '../backoffice/site.ts';
 import type { BoundModel, ColumnDeclaration, Row, Tone } from '../backoffice/registry.ts';
 import { MOBILE_PREFIX } from './constants.ts';
-import { formatTimestamp } from './dates.ts';
+import { formatTimestamp } from '../../timestamps.ts';
 
 /**
  * How registry values read in the mobile schema and data API: model references, endpoints, raw

@@ -39,11 +39,13 @@ export interface Shortcut {
 
 /** A saved web filter as a list shortcut: empty values dropped, the rest appended to the data endpoint. */
 export function shortcutOf(model: BoundModel, saved: SavedFilterRow): Shortcut {
-  const params: Record<string, string> = {};
+  // A Map, not an object: a saved query may name any parameter, `__proto__` included.
+  const kept = new Map<string, string>();
   for (const [name, value] of new URLSearchParams(saved.query.replace(/^\?/, ''))) {
-    if (value.trim() === '' || name in params) continue;
-    params[name] = value;
+    if (value.trim() === '' || kept.has(name)) continue;
+    kept.set(name, value);
   }
+  const params = Object.fromEntries(kept);
   const query = new URLSearchParams(params).toString();
   return { id: saved.id, label: saved.name, params, query, url: query ? `${dataEndpoint(model)}?${query}` : dataEndpoint(model) };
 }

@@ -12,7 +12,7 @@ import {
   REVIEW_TICKET_DEFAULT_DAYS,
   REVIEW_TICKET_MAX_DAYS,
 } from './constants.ts';
-import { addSeconds, formatTimestamp } from './dates.ts';
+import { addSeconds, formatTimestamp } from '../../timestamps.ts';
 import { revokeDevice } from './devices.ts';
 import { canonicalReviewCode, hashSecret, newLoginTicket, newReviewCode } from './secrets.ts';
 

@@ -1,10 +1,12 @@
 import type { Knex } from 'knex';
-import { announceNotifications, notify, usersWhoMaySql, type RaisedNotification } from './service.ts';
+import { usersWhoMaySql } from '../backoffice/access.ts';
+import { viewCodenames } from '../backoffice/declare.ts';
+import { announceNotifications, notify, type RaisedNotification } from './service.ts';
 
 const CASE_MODEL = 'engine.watchlist';
 const REQUEST_MODEL = 'approval.approvalrequest';
-/** Who may view cases: the view permission, or change (which implies view, as in the web admin). */
-const CASE_VIEWERS = ['engine.view_watchlist', 'engine.change_watchlist'];
+/** Who may view cases (the access core's rule; cases may be changed, so change implies view). */
+const CASE_VIEWERS = viewCodenames({ appLabel: 'engine', model: 'watchlist' });
 
 /**
  * Alerts just raised in a batch's transaction: for each open case of these customers, its

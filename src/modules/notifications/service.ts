@@ -129,17 +129,3 @@ export async function announceNotifications(trx: Knex.Transaction, rows: readonl
     devices.map((device) => ({ notificationId: newest.get(device.user_id)!.row.id, deviceId: device.id })),
   );
 }
-
-/**
- * The ids (column `id`) of active staff holding any of the codenames, directly or through a group,
- * and of every active superuser, as a query that names the codenames array twice by `codenames`
- * (a placeholder), so a statement can use it as a subquery.
- */
-export function usersWhoMaySql(codenames: string): string {
-  return `select u.id from staff_users u
-     where u.is_active and u.is_staff and (
-       u.is_superuser
-       or exists (select 1 from staff_user_permissions p where p.user_id = u.id and p.codename = any(${codenames}))
-       or exists (select 1 from staff_user_groups ug join staff_group_permissions gp on gp.group_id = ug.group_id
-                  where ug.user_id = u.id and gp.codename = any(${codenames})))`;
-}

@@ -15,7 +15,8 @@ import { DecisionContextWriter } from '../rules/evaluate.ts';
 import { alertSettings, writeWithAlerts } from '../cases/alerts.ts';
 import { shapeOf, validateRecord, type FieldTable, type RecordShape } from './fields.ts';
 import { SKIPPED_DECISION, SKIPPED_SCORE, type Action } from './results.ts';
-import { COPY_FROM_LOGS, keyOrder, RowsMade, upsertRowsWithLogs, type ColumnTypes, type LogSource } from './sql.ts';
+import { COPY_FROM_LOGS, keyOrder, RowsMade, upsertRowsWithLogs, type LogSource } from './sql.ts';
+import type { ColumnTypes } from '../../db/copy.ts';
 import type { BatchTrace } from './trace.ts';
 
 export const MAX_RECORDS_PER_REQUEST = 1000;

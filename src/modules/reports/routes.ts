@@ -71,7 +71,9 @@ export function registerReportRoutes(router: Router, app: AppContext, authentica
     respond(ctx, 'Report queued.', { result_id: resultId, status: 'queued', result_url: path(`reports/results/${resultId}/`) }, 202);
   });
 
-  router.all(path('data/report/reportresult/:pk/'), authenticated, () => {
+  router.all(path('data/report/reportresult/:pk/'), authenticated, async (ctx, next) => {
+    // The generic autocomplete endpoint of the model is not a result's detail.
+    if (ctx.params.pk === 'autocomplete') return next();
     throw new HttpError(404, 'Report results are read at reports/results/<pk>/.', 'not_found');
   });
 

@@ -3,7 +3,7 @@ import path from 'node:path';
 import type { Knex } from 'knex';
 import type { AppContext } from '../../context.ts';
 import { recordAudit } from '../../audit.ts';
-import { formatTimestamp } from '../mobile/dates.ts';
+import { formatTimestamp } from '../../timestamps.ts';
 import { boundJobs, notify } from '../notifications/service.ts';
 import { loadPrincipal, type Principal } from '../staff/principal.ts';
 import { TooManyRequestsError } from '../../http/errors.ts';

@@ -1,3 +1,4 @@
+import { decisionContextOf, viewableDecisionContext } from './decision-context.ts';
 import { announce, CHANNELS } from '../../db/notifications.ts';
 import { activeTone, choices, DECISION_CHOICES, decisionTone } from '../backoffice/declare.ts';
 import type { FieldErrors, ModelRegistration, Row } from '../backoffice/registry.ts';
@@ -131,6 +132,8 @@ export const executionLogAdmin: ModelRegistration = {
   fields: {
     target: { choices: choices(RULE_TARGETS) },
     decision: { choices: DECISION_CHOICES },
+    // Read whole by the MCP tools and inline rows: its customer section only for customer viewers.
+    data_context: { redact: (value, mayView) => viewableDecisionContext(decisionContextOf(value), mayView) },
   },
   form: ['target', 'record_id', 'record_ref', 'score', 'decision', 'matched_rules', 'rule_errors', 'duration_us', 'actor', 'created_at'],
   readonly: ['target', 'record_id', 'record_ref', 'score', 'decision', 'matched_rules', 'rule_errors', 'duration_us', 'actor', 'created_at'],

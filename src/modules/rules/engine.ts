@@ -1,5 +1,12 @@
 import { setImmediate as nextTurn } from 'node:timers/promises';
-import type { AppContext } from '../../context.ts';
+import type { Config } from '../../config.ts';
+import type { RuleCache } from './store.ts';
+
+/** What scoring needs of the service: the active rules and the decision thresholds (not the whole context: this is the hot path). */
+export interface ScoringServices {
+  rules: Pick<RuleCache, 'active'>;
+  config: Pick<Config, 'thresholds'>;
+}
 import { compileRuleSet, type CompiledRuleSet } from './compiler.ts';
 import type { EvaluationInput, RuleDefinition } from './definitions.ts';
 import { evaluateRecords, type EvaluationResult } from './evaluate.ts';
@@ -25,7 +32,7 @@ const RECORDS_PER_TURN = 200;
  * rules themselves cost microseconds per record, while copying records to a worker and the
  * results back cost ten times the evaluation, so the pool would only add work.
  */
-export async function scoreRecords(app: AppContext, inputs: EvaluationInput[]): Promise<Evaluation[]> {
+export async function scoreRecords(app: ScoringServices, inputs: EvaluationInput[]): Promise<Evaluation[]> {
   if (inputs.length === 0) return [];
   const score = await ruleScorer(app);
   if (inputs.length <= RECORDS_PER_TURN) return score(inputs);
@@ -38,7 +45,7 @@ export async function scoreRecords(app: AppContext, inputs: EvaluationInput[]): 
 }
 
 /** Scores records with the rules active now, compiled once per rule set: one batch scored in parts scores every part by the same rules. */
-export async function ruleScorer(app: AppContext): Promise<(inputs: EvaluationInput[]) => Evaluation[]> {
+export async function ruleScorer(app: ScoringServices): Promise<(inputs: EvaluationInput[]) => Evaluation[]> {
   const rules = await app.rules.active();
   let compiled = compiledSets.get(rules);
   if (!compiled) {

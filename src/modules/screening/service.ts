@@ -7,7 +7,7 @@ import { loadEmailLists, scoreEmail, type EmailLists, type EmailRiskResult } fro
 import { createIpRiskContext, scoreIp, type IpRiskContext, type IpRiskResult } from './ip-risk.ts';
 import type { ScreenedSlice, ScreenedText, ScreenTask } from '../../../workers/light.ts';
 import { MessageChannel, type MessagePort } from 'node:worker_threads';
-import { JsonText } from '../records/sql.ts';
+import { JsonText } from '../../db/copy.ts';
 import { SanctionsIndex, type ScreeningQuery } from './sanctions/matcher.ts';
 import { shareIndex, type SharedSanctionsIndex } from './sanctions/shared-index.ts';
 import { loadAllEntries } from './sanctions/store.ts';

@@ -5,7 +5,8 @@ import { runBatch, sentText, skippedResult, type BatchPlan, type ValidRecord } f
 import type { BatchTrace } from '../records/trace.ts';
 import type { FieldTable } from '../records/fields.ts';
 import { numericOrNull, ownCopy, withoutNulls, type Action } from '../records/results.ts';
-import { columnsOf, type ColumnTypes } from '../records/sql.ts';
+import { columnsOf } from '../records/sql.ts';
+import type { ColumnTypes } from '../../db/copy.ts';
 import type { EvaluationInput } from '../rules/definitions.ts';
 import { aggregatesOf, historyAround, historyRanges, readCustomers, type AggregateItem, type CustomerHistory, type CustomerRead } from './aggregates.ts';
 import { customerFields } from '../customer/schemas.ts';

@@ -2,7 +2,7 @@ import type { Context } from 'koa';
 import type { AppContext } from '../../../context.ts';
 import { BadRequestError, ForbiddenError } from '../../../http/errors.ts';
 import { z } from '../../../http/openapi.ts';
-import { validateBody } from '../../../http/validate.ts';
+import { validateBody } from '../../../validation/request.ts';
 import { relationOptions } from '../autocomplete.ts';
 import { QueryError } from '../query.ts';
 import { PermissionDenied } from '../errors.ts';

@@ -358,7 +358,8 @@ function openSanctionsLine(line: string): FtmLine {
   if (!isNode(entity) || typeof entity.id !== 'string' || typeof entity.schema !== 'string' || !isNode(entity.properties)) {
     return { malformed: true };
   }
-  const schema = FTM_SCHEMAS[entity.schema];
+  // Own keys only: a feed's `constructor` or `__proto__` schema is none of ours.
+  const schema = Object.hasOwn(FTM_SCHEMAS, entity.schema) ? FTM_SCHEMAS[entity.schema] : undefined;
   if (!schema || entity.target === false) return { ignored: true };
 
   const properties = entity.properties;

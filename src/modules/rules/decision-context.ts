@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import { storedAggregates, type DecisionContext, type FlatValues } from '../rules/evaluate.ts';
+import { storedAggregates, type DecisionContext, type FlatValues } from './evaluate.ts';
 
 const SECTIONS = ['transaction', 'customer', 'aggregates', 'event'] as const;
 
@@ -38,6 +38,14 @@ export function decisionContextOf(stored: unknown): DecisionContext {
   const context = storedDecisionContext(stored);
   for (const section of SECTIONS) context[section] = apiValues(context[section]);
   return context;
+}
+
+/**
+ * The context as a viewer may read it: the customer section (names, e-mail, documents) only for
+ * those who may view customers, as everywhere else a customer is named (access.ts mayName).
+ */
+export function viewableDecisionContext(context: DecisionContext, mayView: (modelKey: string) => boolean): DecisionContext {
+  return mayView('customer.customer') ? context : { ...context, customer: {} };
 }
 
 /** The data_context of one execution log, or null when the log is gone. */

@@ -1,11 +1,11 @@
 import { randomBytes } from 'node:crypto';
 import type { Knex } from 'knex';
-import { REGISTRATIONS } from '../../app/registrations.ts';
-import { modelKey, permissionFor } from '../backoffice/declare.ts';
-import { APPROVAL_OPERATIONS } from './admin.ts';
-import type { ApprovalOperation, PolicyRow } from './service.ts';
-import { DECISION_TARGETS } from '../cases/decisions.ts';
-import { OutboundPolicy, OutboundRefused } from '../../net/outbound.ts';
+import { REGISTRATIONS } from './registrations.ts';
+import { modelKey, permissionFor } from '../modules/backoffice/declare.ts';
+import { APPROVAL_OPERATIONS } from '../modules/approvals/admin.ts';
+import type { ApprovalOperation, PolicyRow } from '../modules/approvals/service.ts';
+import { DECISION_TARGETS } from '../modules/cases/decisions.ts';
+import { OutboundPolicy, OutboundRefused } from '../net/outbound.ts';
 
 export class PolicyInputError extends Error {}
 

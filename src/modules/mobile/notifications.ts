@@ -4,11 +4,11 @@ import type { Context, Middleware } from 'koa';
 import type { AppContext } from '../../context.ts';
 import { respond } from '../../http/envelope.ts';
 import { HttpError } from '../../http/errors.ts';
-import { formatTimestamp } from '../mobile/dates.ts';
-import { acceptOnly, documentRoutes, invalidParameter, positiveInteger, singleParameter } from '../mobile/parameters.ts';
-import { unreadNotifications } from '../mobile/account.ts';
-import type { MobileState } from '../mobile/guard.ts';
-import { isNotificationKind, NOTIFICATION_KIND_NAMES } from './service.ts';
+import { formatTimestamp } from '../../timestamps.ts';
+import { acceptOnly, documentRoutes, invalidParameter, positiveInteger, singleParameter } from './parameters.ts';
+import { unreadNotifications } from './account.ts';
+import type { MobileState } from './guard.ts';
+import { isNotificationKind, NOTIFICATION_KIND_NAMES } from '../notifications/service.ts';
 
 export const NOTIFICATIONS_MAX_PAGE_SIZE = 100;
 const DEFAULT_PAGE_SIZE = 20;

@@ -6,11 +6,11 @@ import { recordAudit } from '../../audit.ts';
 import { respond } from '../../http/envelope.ts';
 import { readJsonObject } from '../../http/json-body.ts';
 import { z } from '../../http/openapi.ts';
-import { IDENTITY_BODY_LIMIT_BYTES } from '../mobile/constants.ts';
+import { IDENTITY_BODY_LIMIT_BYTES } from './constants.ts';
 import { invalidChoice, validateForm, validationFailed } from '../../validation/form.ts';
-import { documentRoutes } from '../mobile/parameters.ts';
-import type { MobileState } from '../mobile/guard.ts';
-import { acceptedProvider, pushIdentity } from './service.ts';
+import { documentRoutes } from './parameters.ts';
+import type { MobileState } from './guard.ts';
+import { acceptedProvider, pushIdentity } from '../push/service.ts';
 
 /** FCM registration tokens run to about 200 characters, APNs device tokens to 64 hex digits (more in future, Apple says). */
 const MAX_TOKEN_LENGTH = 4096;

@@ -1,7 +1,7 @@
 import type { z } from 'zod';
-import { checkRequest } from '../validation/check.ts';
-import { describeProblem } from '../validation/storable.ts';
-import { BadRequestError } from './errors.ts';
+import { checkRequest } from './check.ts';
+import { describeProblem } from './storable.ts';
+import { BadRequestError } from '../http/errors.ts';
 
 /**
  * Validates a parsed body (or query) against a zod schema and turns failures into one 400 whose
