@@ -34,7 +34,7 @@ async function twoProcesses(t: import('ava').ExecutionContext, extra: Record<str
   const [a, b] = await Promise.all([startService(env), startService(env)]);
   children.push(a.child, b.child);
 
-  const user = await createUser(database.knex, { username: `live-${process.pid}`, password: null, permissions: ['report.view_report', 'report.add_report', 'report.view_reportresult'] }, {
+  const user = await createUser(database.knex, { username: `live-${process.pid}`, password: null, permissions: ['report.view_report', 'report.add_report', 'report.view_reportresult', 'document.view_documentverificationsession'] }, {
     actor: { type: 'operator', id: 'test' },
     known: new Set(permissionCodenames()),
   });
