@@ -87,3 +87,14 @@ test.serial('failed web logins count against the mobile password change; its 429
   t.is(blocked.body.data.reason, 'rate_limited');
   t.is(blocked.headers.get('retry-after'), String(blocked.body.data.retry_after));
 });
+
+test.serial('guesses sent at the same moment are counted before they are checked: no more than the limit are answered', async (t) => {
+  const { change } = await pairedUser();
+  const attempts = LOGIN_LIMITS.perUsername.points * 2;
+  const answers = await Promise.all(Array.from({ length: attempts }, (_, attempt) => change({ old_password: `parallel guess ${attempt}`, ...NEW })));
+  const judged = answers.filter((answer) => answer.status === 400 && answer.body.data.errors?.old_password?.[0]?.code === 'password_incorrect').length;
+  const refused = answers.filter((answer) => answer.status === 429).length;
+  t.is(judged + refused, attempts, JSON.stringify(answers.map((answer) => answer.status)));
+  t.true(judged <= LOGIN_LIMITS.perUsername.points, `${judged} guesses were checked`);
+  t.true(refused >= LOGIN_LIMITS.perUsername.points);
+});

@@ -22,6 +22,13 @@ export interface LoginThrottle {
   /** Counts a failure for the username, and for the IP when given. */
   recordFailure(username: string, ip?: string): Promise<void>;
   recordSuccess(username: string): Promise<void>;
+  /**
+   * Counts one attempt for the username before it is made, and answers the seconds to wait (0: go
+   * on). Counted first, so that guesses sent at the same moment cannot all pass a check made before
+   * any of them is counted; an attempt that turns out not to be a guess is handed back (release).
+   */
+  reserve(username: string): Promise<number>;
+  release(username: string): Promise<void>;
 }
 
 /** What the login and the password-change forms answer once the throttle trips (the reason the merchant token endpoint uses too). */
@@ -61,11 +68,15 @@ export async function throttledPasswordChange<Result extends { ok: true } | { ok
   change: () => Promise<Result>,
 ): Promise<Result> {
   const throttle = loginThrottle(db);
-  const wait = await throttle.retryAfter(username);
+  const wait = await throttle.reserve(username);
   if (wait > 0) throw new LoginThrottledError(wait);
-  const result = await change();
+  const result = await change().catch(async (error: unknown) => {
+    await throttle.release(username);
+    throw error;
+  });
   if (result.ok) await throttle.recordSuccess(username);
-  else if (result.errors.old_password?.some((error) => error.code === 'password_incorrect')) await throttle.recordFailure(username);
+  // A wrong old password keeps the point it reserved; anything else (a missing field) was no guess.
+  else if (!result.errors.old_password?.some((error) => error.code === 'password_incorrect')) await throttle.release(username);
   return result;
 }
 
@@ -91,6 +102,16 @@ function createLoginThrottle(db: Knex): LoginThrottle {
     },
     async recordSuccess(username) {
       await byUsername.delete(userKey(username));
+    },
+    async reserve(username) {
+      const state = await byUsername.consume(userKey(username)).catch((error: unknown) => {
+        if (error instanceof RateLimiterRes) return error;
+        throw error;
+      });
+      return state.consumedPoints > LOGIN_LIMITS.perUsername.points ? Math.max(1, Math.ceil(state.msBeforeNext / 1000)) : 0;
+    },
+    async release(username) {
+      await byUsername.reward(userKey(username), 1);
     },
   };
 }
