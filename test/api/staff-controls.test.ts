@@ -309,3 +309,51 @@ test.serial('an approved change is refused, not applied, when the record changed
     await app.context.db('approval_policies').where({ content_type: 'customer.customer' }).delete();
   }
 });
+
+test.serial('an approved change writes only what its checkers signed: a field the form carried unchanged is not written back over a newer value', async (t) => {
+  const maker = await member(['customer.view_customer', 'customer.change_customer']);
+  const checker = await member(['customer.view_customer', 'customer.change_customer', 'approval.view_approvalrequest']);
+  await app.request('POST', '/api/customer/upsert/', { token: merchant, json: [{ customer_ref: 'form-1', first_name: 'Bo', email: 'bo@example.com' }] });
+  known.add('form-1');
+  const customer = await app.context.db('customers').where({ customer_ref: 'form-1' }).first();
+  const customers = app.context.backoffice.site.get('customer', 'customer')!;
+  await setApprovalPolicies(app.context.db, { model: 'customer.customer', operations: ['change'] });
+  try {
+    // The form sends the e-mail as it stood; only the first name changes.
+    const outcome = await saveObject(app.context.backoffice, customers, maker.principal, customer.id, { first_name: 'Bob', email: 'bo@example.com' }, { partial: true, origin: { channel: 'mobile' } });
+    t.is(outcome.status, 'pending');
+    await app.request('POST', '/api/customer/upsert/', { token: merchant, json: [{ customer_ref: 'form-1', first_name: 'Bo', email: 'bo.new@example.com' }] });
+    const approved = await app.request('POST', `${DATA}approval/approvalrequest/${outcome.approvalRequestId}/process/`, { token: checker.token, json: { action: 'approve', reason: 'ok' } });
+    t.is(approved.status, 200, approved.text);
+    const stored = await app.context.db('customers').where({ id: customer.id }).first();
+    t.is(stored.first_name, 'Bob');
+    t.is(stored.email, 'bo.new@example.com', 'the merchant\'s newer e-mail stays');
+  } finally {
+    await app.context.db('approval_policies').where({ content_type: 'customer.customer' }).delete();
+  }
+});
+
+test.serial('an approved decision is applied only while its maker may still decide; the last superuser cannot be deleted', async (t) => {
+  const maker = await member(DECIDER);
+  const checker = await member([...DECIDER, 'approval.view_approvalrequest']);
+  const [result] = await ingest([transaction('maker-lost', 8000)]);
+  await setApprovalPolicies(app.context.db, { model: 'transaction.financialevent', operations: ['decision'] });
+  try {
+    const pending = await app.request('POST', `${DATA}transaction/financialevent/${result!.id}/decision/`, { token: maker.token, json: { decision: 'REJECT', description: 'mule' } });
+    t.is(pending.status, 202, pending.text);
+    await app.context.db('staff_user_permissions').where({ user_id: maker.id, codename: 'engine.add_compliancedecision' }).delete();
+    const approved = await app.request('POST', `${DATA}approval/approvalrequest/${pending.body.data.approval_request}/process/`, { token: checker.token, json: { action: 'approve', reason: 'ok' } });
+    t.is(approved.status, 403, approved.text);
+    t.is(await count('compliance_decisions', { target_id: result!.id }), 0);
+    t.is((await app.context.db('financial_transactions').where({ id: result!.id }).first()).decision, 'REVIEW');
+  } finally {
+    await app.context.db('approval_policies').where({ content_type: 'transaction.financialevent' }).delete();
+  }
+
+  const root = await member([], { is_superuser: true });
+  await app.context.db('staff_users').whereNot({ id: root.id }).where({ is_superuser: true }).update({ is_superuser: false });
+  const deleted = await app.request('DELETE', `${DATA}auth/user/${root.id}/`, { token: root.token });
+  t.is(deleted.status, 400, deleted.text);
+  t.regex(deleted.text, /last active superuser/);
+  t.truthy(await app.context.db('staff_users').where({ id: root.id }).first('id'));
+});

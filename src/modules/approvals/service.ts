@@ -408,20 +408,35 @@ export function refuseStale(diff: TypedDiff, current: Row, names: ReadonlySet<st
   if (stale.length) throw new StaleRequest(stale);
 }
 
+/**
+ * What an approved change writes: the fields its diff shows (what the checkers signed) and the
+ * virtual ones (a rationale, a closing decision), not the rest of the form it was made with, which
+ * would write back values a newer change has replaced. An addition writes its whole form.
+ */
+function appliedInput(model: BoundModel, request: RequestRow): unknown {
+  const input = request.payload.input as Row;
+  if (request.operation !== 'change') return input;
+  const signed = new Set(request.diff.fields.map((entry) => entry.name));
+  const virtual = new Set(model.formFields.filter((field) => field.virtual && field.type !== 'm2m').map((field) => field.name));
+  return Object.fromEntries(Object.entries(input).filter(([name]) => signed.has(name) || virtual.has(name)));
+}
+
 function writeApplier(app: AppContext): RequestApplier {
   return async (trx, request, maker, checkers) => {
     const [appLabel, modelName] = request.content_type.split('.') as [string, string];
     const model = app.backoffice.site.get(appLabel, modelName);
     if (!model) throw new ApprovalStateError(`The model ${request.content_type} is no longer registered.`);
     if (request.operation !== 'add' && request.object_id !== null) {
-      // Stored columns only: the diff remembers a column's old value (virtual fields and m2m links have none).
+      // Stored columns only: the diff remembers a column's old value (virtual fields and m2m links
+      // have none); a delete does not mind read-only ones (a login moves last_login).
+      const readonly = new Set(request.operation === 'delete' ? (model.readonly ?? []) : []);
       const stored = (await trx(model.table).where(model.pk, request.object_id).first()) as Row | undefined;
-      if (stored) refuseStale(request.diff, stored, new Set(model.columnTypes.keys()));
+      if (stored) refuseStale(request.diff, stored, new Set([...model.columnTypes.keys()].filter((name) => !readonly.has(name))));
     }
     const chain = { ...app.backoffice, db: trx as unknown as Knex };
     const origin: WriteOrigin = { channel: (request.payload.channel as WriteOrigin['channel']) ?? 'web', approval: { requestId: request.id, checkers } };
     if (request.operation === 'delete') await deleteObject(chain, model, maker, request.object_id!, origin);
-    else await saveObject(chain, model, maker, request.operation === 'add' ? null : request.object_id, request.payload.input, { partial: request.operation === 'change', origin });
+    else await saveObject(chain, model, maker, request.operation === 'add' ? null : request.object_id, appliedInput(model, request), { partial: request.operation === 'change', origin });
   };
 }
 

@@ -260,7 +260,10 @@ export async function listRows(
   const orderings: Ordering[] = [];
   for (const index of parameters.order) {
     const column = model.columns[Math.abs(index) - 1];
-    if (!column || !columnSortable(model, column)) throw new QueryError(`Ordering column ${Math.abs(index)} does not exist or cannot be sorted.`, 'o');
+    // A joined column the viewer may not see is not theirs to sort by either: the order would tell.
+    if (!column || !columnSortable(model, column) || hiddenJoins(site, model, principal).includes(column.name)) {
+      throw new QueryError(`Ordering column ${Math.abs(index)} does not exist or cannot be sorted.`, 'o');
+    }
     orderings.push([orderExpression(model, column), index < 0 ? 'desc' : 'asc', model.columnTypes.get(column.name)?.nullable ?? true]);
   }
   if (!orderings.length) {
@@ -289,12 +292,17 @@ export async function listRows(
  * view: a case list names its customers only to those who may view customers.
  */
 function hideUnviewableJoins(site: AdminSite, model: BoundModel, principal: Principal, rows: Row[]): void {
-  const hidden = model.columns
+  const hidden = hiddenJoins(site, model, principal);
+  if (!hidden.length) return;
+  for (const row of rows) for (const name of hidden) row[name] = null;
+}
+
+/** The list's joined columns whose related model the viewer may not view. */
+function hiddenJoins(site: AdminSite, model: BoundModel, principal: Principal): string[] {
+  return model.columns
     .filter((column) => !model.columnTypes.has(column.name) && column.name.includes('__'))
     .filter((column) => !site.can(principal, site.models.get(model.fields![column.name.split('__')[0]!]!.related!)!, 'view'))
     .map((column) => column.name);
-  if (!hidden.length) return;
-  for (const row of rows) for (const name of hidden) row[name] = null;
 }
 
 /** Merges the registration's per-viewer values into the page's rows (in place) and answers their card links. */

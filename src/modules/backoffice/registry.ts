@@ -122,6 +122,8 @@ export interface SaveHooks {
   beforeSave?(context: SaveContext): Promise<void> | void;
   /** After the row is written, inside the same transaction: side records (history, links). */
   afterSave?(context: SaveContext & { row: Row }): Promise<void> | void;
+  /** Before a row is deleted, inside the transaction: refuse (ValidationFailed) what must stay. */
+  beforeDelete?(context: { trx: Knex.Transaction; principal: Principal; row: Row }): Promise<void> | void;
   /** Messages to show after the save (a new API secret shown once). */
   messages?(context: SaveContext & { row: Row }): { level: 'info' | 'success' | 'warning' | 'error'; message: string }[];
 }

@@ -186,6 +186,8 @@ export async function saveObject(
     // Lock the record, so two writers and an approval never interleave on it.
     const locked = pk === null ? null : ((await getRow(trx, model, principal, pk, true)) ?? null);
     if (pk !== null && !locked) throw new ObjectNotFound(model, pk);
+    // Again on the locked row: another write may have changed what the check read (a user made superuser).
+    if (locked && !canObject(chain.site, principal, model, 'change', locked)) throw new PermissionDenied();
     const values: Row = {};
     for (const field of writableFields(model)) {
       if (field.virtual || field.type === 'm2m' || cleaned[field.name] === undefined) continue;
@@ -253,6 +255,7 @@ export async function deleteObject(chain: WriteChain, model: BoundModel, princip
     const row = await getRow(trx, model, principal, pk, true);
     if (!row) throw new ObjectNotFound(model, pk);
     if (!canObject(chain.site, principal, model, 'delete', row)) throw new PermissionDenied();
+    await model.hooks?.beforeDelete?.({ trx, principal, row });
     if (chain.approvalHook) {
       const pending = await chain.approvalHook({ trx, model, operation: 'delete', pk, before: row, values: {}, cleaned: {}, principal, origin });
       if (pending) return { pending, row };

@@ -297,8 +297,13 @@ export function installDecisionApplier(app: AppContext): void {
     // upsert re-scored it) or decision refuses the request rather than overwrite them.
     const [appLabel, modelName] = request.content_type.split('.') as [string, string];
     const model = app.backoffice.site.get(appLabel, modelName);
-    const target = model ? ((await trx(model.table).where(model.pk, request.object_id!).first()) as Row | undefined) : undefined;
-    if (model && target) refuseStale(request.diff, (await ruledRecord(trx, model, target))?.row ?? target, new Set(['decision', 'score']));
+    const target = model ? ((await trx(model.table).where(model.pk, request.object_id!).forUpdate().first()) as Row | undefined) : undefined;
+    if (model && target) {
+      // The maker still needs the decision permission (the request left pending, so it locks nothing
+      // now); clearDecision also locks the ruled record before its values are compared.
+      const { ruled } = await clearDecision(trx, app.backoffice.site, maker, model, target);
+      refuseStale(request.diff, ruled?.row ?? target, new Set(['decision', 'score']));
+    }
     await applyDecision(app, trx, {
       modelKey: request.content_type,
       pk: request.object_id!,

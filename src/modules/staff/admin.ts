@@ -47,6 +47,8 @@ async function groupEscalation(trx: Knex.Transaction, principal: Principal, user
 async function keepsASuperuser(trx: Knex.Transaction, before: Row, values: Row | null): Promise<void> {
   if (!before.is_superuser || !before.is_active) return;
   if (values && values.is_active !== false && values.is_superuser !== false) return;
+  // Serialised: two superusers deactivating each other at once must not both see the other active.
+  await trx.raw("select pg_advisory_xact_lock(hashtext('warden_last_superuser'))");
   const others = await trx('staff_users').where({ is_superuser: true, is_active: true }).whereNot({ id: before.id }).first('id');
   if (!others) throw new ValidationFailed({ __all__: [{ message: 'This is the last active superuser: make another user a superuser first.', code: 'last_superuser' }] });
 }
@@ -110,6 +112,9 @@ export const userAdmin: ModelRegistration = {
         if (problems.length) errors.password = problems;
       }
       return Object.keys(errors).length ? errors : escalation(cleaned, principal, before);
+    },
+    async beforeDelete({ trx, row }) {
+      await keepsASuperuser(trx, row, null);
     },
     async beforeSave({ trx, values, cleaned, before, principal }) {
       await groupEscalation(trx, principal, before ? String(before.id) : null, cleaned);
