@@ -9,7 +9,7 @@ import { createLogger, type Logger } from './logger.ts';
 import { NotificationHub } from './db/notifications.ts';
 import { JobQueue, QUEUES } from './jobs/queue.ts';
 import { verifyArtifact } from './modules/kyc/pipeline.ts';
-import { sweepTemporaryUploads } from './modules/kyc/multipart.ts';
+import { sweepTemporaryUploads } from './http/multipart.ts';
 import { LocalFileStore } from './modules/kyc/storage.ts';
 import { notifyFlow } from './modules/kyc/webhook.ts';
 import { DocumentsChannel } from './realtime/documents.ts';

@@ -84,8 +84,7 @@ async function serverErrors(): Promise<number> {
 test.before(async () => {
   app = await startTestApp();
   clock = installClock(app);
-  const credential = await app.credential();
-  merchant = (await app.request('POST', '/api/merchant/auth/token/', { json: { api_key: credential.apiKey, api_secret: credential.apiSecret } })).body.data.access_token;
+  merchant = await app.merchantToken();
   await defineEvents(app.context, [['deposit', 1]]);
   await loadRuleSet(app.context, [{ code: 'LARGE', name: 'Large amount', target: 'financial', expression: { '>=': [{ var: 'record.amount' }, 5000] }, score: 60 }]);
   await app.request('POST', '/api/customer/upsert/', { token: merchant, json: ['ada', 'ben', 'cy', 'dot'].map((customer_ref) => ({ customer_ref })) });

@@ -13,7 +13,7 @@ import { SignJWT } from 'jose';
 import { credentialCommand } from '../../src/cli/credential.ts';
 import type { Database } from '../../src/db/database.ts';
 import { SESSION_COOKIE, startSession } from '../../src/modules/backoffice/web/session.ts';
-import { sweepTemporaryUploads } from '../../src/modules/kyc/multipart.ts';
+import { sweepTemporaryUploads } from '../../src/http/multipart.ts';
 import { issueLoginTicket } from '../../src/modules/mobile/tickets.ts';
 import { adminClient, csrfTokenIn } from '../helpers/admin.ts';
 import { startTestApp, type TestApp } from '../helpers/app.ts';

@@ -258,10 +258,11 @@ export async function listRows(
   const page = filtered.clone();
   selectColumns(site, model, page, extraFields);
   const orderings: Ordering[] = [];
+  const hidden = hiddenJoins(site, model, principal);
   for (const index of parameters.order) {
     const column = model.columns[Math.abs(index) - 1];
     // A joined column the viewer may not see is not theirs to sort by either: the order would tell.
-    if (!column || !columnSortable(model, column) || hiddenJoins(site, model, principal).includes(column.name)) {
+    if (!column || !columnSortable(model, column) || hidden.includes(column.name)) {
       throw new QueryError(`Ordering column ${Math.abs(index)} does not exist or cannot be sorted.`, 'o');
     }
     orderings.push([orderExpression(model, column), index < 0 ? 'desc' : 'asc', model.columnTypes.get(column.name)?.nullable ?? true]);
@@ -282,19 +283,11 @@ export async function listRows(
   };
   const { rows, total, estimate } = await pageAndTotal(db, model, filtered, page, pageOfKeys, orderings, pageSize, (pageNumber - 1) * pageSize);
   const pages = Math.max(1, Math.ceil(total / pageSize));
-  hideUnviewableJoins(site, model, principal, rows);
+  // Joined columns of related models the viewer may not view are blanked: a case list names its
+  // customers only to those who may view customers.
+  if (hidden.length) for (const row of rows) for (const name of hidden) row[name] = null;
   const links = await annotateRows(site, db, model, principal, rows);
   return { rows, links, total, totalIsEstimate: estimate, page: pageNumber, pageSize, pages };
-}
-
-/**
- * Blanks the joined columns (`customer_id__customer_ref`) of related models the viewer may not
- * view: a case list names its customers only to those who may view customers.
- */
-function hideUnviewableJoins(site: AdminSite, model: BoundModel, principal: Principal, rows: Row[]): void {
-  const hidden = hiddenJoins(site, model, principal);
-  if (!hidden.length) return;
-  for (const row of rows) for (const name of hidden) row[name] = null;
 }
 
 /** The list's joined columns whose related model the viewer may not view. */

@@ -7,8 +7,6 @@ import type { AdminSite } from './site.ts';
 import type { BoundModel, Row, SaveContext } from './registry.ts';
 import { canObject, canRunAction } from './access.ts';
 import { ObjectNotFound, PermissionDenied, ValidationFailed } from './errors.ts';
-// TEMPORARY: importers move to errors.ts
-export { ChainError, ObjectNotFound, PendingApprovalConflict, PermissionDenied, ValidationFailed } from './errors.ts';
 import { formatTimestamp } from '../../timestamps.ts';
 
 /**

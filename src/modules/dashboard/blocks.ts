@@ -216,14 +216,12 @@ export async function highVolumeCustomers(db: Knex, now: Date, nameCustomers: bo
     });
   }
   const top = [...totals.values()].sort((a, b) => b.amount.comparedTo(a.amount)).slice(0, TOP_CUSTOMERS);
-  const customers = (await db('customers')
-    .whereIn('id', nameCustomers ? top.map((entry) => entry.customerId) : [])
-    .select('id', 'customer_ref', 'decision', db.raw("coalesce(nullif(concat_ws(' ', first_name, last_name), ''), company_name, '') as name"))) as {
-    id: string;
-    customer_ref: string;
-    decision: string;
-    name: string;
-  }[];
+  type Named = { id: string; customer_ref: string; decision: string; name: string };
+  const customers: Named[] = nameCustomers
+    ? await db('customers')
+        .whereIn('id', top.map((entry) => entry.customerId))
+        .select('id', 'customer_ref', 'decision', db.raw("coalesce(nullif(concat_ws(' ', first_name, last_name), ''), company_name, '') as name"))
+    : [];
   const byId = new Map(customers.map((customer) => [customer.id, customer]));
   return {
     days: CHART_DAYS,

@@ -1,8 +1,6 @@
 import { discardReceived, readMultipart, type ReceivedFile } from '../../http/multipart.ts';
 
-// The reader is shared with the evidence of case work (src/http/multipart.ts); start-up still finds the sweep here.
-export { sweepTemporaryUploads } from '../../http/multipart.ts';
-export type { ReceivedFile } from '../../http/multipart.ts';
+// The reader (src/http/multipart.ts) is shared with the evidence of case work; this is the KYC upload's shape of it.
 
 export interface ReceivedUpload {
   fields: Record<string, string>;
