@@ -19,6 +19,8 @@ import * as alertWrite from './20261127_0019_alert_write.ts';
 import * as ruleVersionSets from './20261127_0020_rule_version_sets.ts';
 import * as caseWrite from './20261127_0021_case_write.ts';
 import * as staffAccessNotify from './20261128_0022_staff_access_notify.ts';
+import * as screeningHits from './20261128_0023_screening_hits.ts';
+import * as caseWorkbench from './20261128_0024_case_workbench.ts';
 
 type Migration = { up(knex: Knex): Promise<void>; down(knex: Knex): Promise<void> };
 
@@ -44,6 +46,8 @@ const migrations: [string, Migration][] = [
   ['20261127_0020_rule_version_sets', ruleVersionSets],
   ['20261127_0021_case_write', caseWrite],
   ['20261128_0022_staff_access_notify', staffAccessNotify],
+  ['20261128_0023_screening_hits', screeningHits],
+  ['20261128_0024_case_workbench', caseWorkbench],
 ];
 
 export const migrationSource: Knex.MigrationSource<[string, Migration]> = {

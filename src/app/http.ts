@@ -12,7 +12,9 @@ import { registerAssistantRoutes } from '../modules/assistant/routes.ts';
 import { registerAdminPages } from '../modules/backoffice/web/pages.tsx';
 import { registerAdminShell } from '../modules/backoffice/web/shell.tsx';
 import { registerCaseWorkRoutes } from '../modules/cases/routes.ts';
-import { registerCaseWorkPages } from '../modules/cases/web.tsx';
+import { registerCaseWorkPages, registerCaseWorkUploads } from '../modules/cases/web.tsx';
+import { registerCaseQueueRoutes } from '../modules/cases/queue.ts';
+import { registerWorkbenchPages, registerWorkbenchRoutes } from '../modules/cases/workbench-web.tsx';
 import { registerCustomerRoutes } from '../modules/customer/routes.ts';
 import { registerDashboardRoutes } from '../modules/dashboard/routes.ts';
 import { registerKycRoutes } from '../modules/kyc/routes.ts';
@@ -42,9 +44,15 @@ export function createApp(app: AppContext): Koa {
   registerKycRoutes(router, app, docs);
   // The web admin: the shell first of the /admin/ routes, so its middleware (session, CSRF,
   // headers) runs before theirs.
+  // The decision form's multipart post (evidence files) is answered before the shell, which reads
+  // only urlencoded forms: it resolves the session and checks the form's CSRF token itself.
+  registerCaseWorkUploads(router, app);
   registerAdminShell(router, app);
   registerAdminPages(router, app);
   registerCaseWorkPages(router, app);
+  // Take and next case: the web posts behind the shell and their mobile endpoints.
+  registerCaseQueueRoutes(router, app, docs);
+  registerWorkbenchPages(router, app);
   // The mobile API: identity, then the modules' routes, then the generic data routes, whose
   // data/<app>/<model>/ paths would otherwise claim theirs (reports/ answers
   // data/report/reportresult/<pk>/ with a 404, as the spec says).
@@ -56,6 +64,7 @@ export function createApp(app: AppContext): Koa {
   registerReportRoutes(router, app, authenticated, mobilePath, docs);
   registerDashboardRoutes(router, app, authenticated, mobilePath, docs);
   registerAiReviewRoutes(router, app, authenticated, mobilePath);
+  registerWorkbenchRoutes(router, app, authenticated, mobilePath);
   registerAssistantRoutes(router, app, authenticated, mobilePath);
   documentAiRoutes(docs);
   registerDataRoutes(router, app, authenticated, mobilePath, docs);

@@ -5,9 +5,11 @@ import { codenamesOf } from '../modules/backoffice/declare.ts';
 import { logEntryAdmin } from '../modules/backoffice/admin.ts';
 import type { ModelRegistration } from '../modules/backoffice/registry.ts';
 import { AdminSite } from '../modules/backoffice/site.ts';
-import { alertAdmin, caseAdmin, complianceDecisionAdmin } from '../modules/cases/admin.ts';
+import { alertAdmin, caseAdmin, caseNoteAdmin, complianceDecisionAdmin } from '../modules/cases/admin.ts';
 import { caseWorkBlocks } from '../modules/cases/blocks.ts';
-import { CaseWorkSections } from '../modules/cases/web.tsx';
+import { caseWorkbenchBlocks } from '../modules/cases/workbench.ts';
+import { CaseWorkbenchSections } from '../modules/cases/workbench-web.tsx';
+import { CaseWorkSections, CaseWorkTopSections } from '../modules/cases/web.tsx';
 import { customerAdmin } from '../modules/customer/admin.ts';
 import { eventAdmin } from '../modules/events/admin.ts';
 import { artifactAdmin, flowAdmin, verificationSessionAdmin } from '../modules/kyc/admin.ts';
@@ -31,6 +33,7 @@ export const REGISTRATIONS: readonly ModelRegistration[] = [
   nonFinancialEventAdmin,
   alertAdmin,
   caseAdmin,
+  caseNoteAdmin,
   complianceDecisionAdmin,
   executionLogAdmin,
   ruleAdmin,
@@ -60,7 +63,8 @@ export function permissionCodenames(): string[] {
 /** The site of every registration, bound to a database (the service binds it once at start-up). */
 export function bindAdminSite(db: Knex): Promise<AdminSite> {
   return AdminSite.bind(db, REGISTRATIONS, {
-    detailBlocks: [caseWorkBlocks, approvalBlocks],
-    detailSections: [CaseWorkSections],
+    detailBlocks: [caseWorkBlocks, caseWorkbenchBlocks, approvalBlocks],
+    // Case work above the record's form (matched rules, the decision form, the context); the approval request's below it.
+    detailSections: [{ position: 'top', component: CaseWorkTopSections }, { position: 'bottom', component: CaseWorkSections }, CaseWorkbenchSections],
   });
 }

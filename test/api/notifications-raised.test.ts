@@ -49,15 +49,17 @@ test.serial('an alert on an unassigned case notifies everyone who may view cases
   await live.login((await pairDevice(app, clock, viewer.id)).accessToken);
 
   await largePayment('nora');
-  const caseRow = await app.database.knex('cases').join('customers', 'customers.id', 'cases.customer_id').where('customers.customer_ref', 'nora').first('cases.id');
+  const caseRow = await app.database.knex('cases').join('customers', 'customers.id', 'cases.customer_id').where('customers.customer_ref', 'nora').first('cases.id', 'cases.reference');
+  t.regex(caseRow.reference, /^C-\d{6}$/);
   for (const user of [viewer, changer, boss]) {
     const rows = await alertsOf(user.id);
     t.is(rows.length, 1, user.username);
-    t.like(rows[0], { title: 'New alert: nora', target_model: 'engine.watchlist', target_pk: caseRow.id, read: false });
+    // Named by its number: a viewer of cases may not be allowed to see customers.
+    t.like(rows[0], { title: `New alert on ${caseRow.reference}`, target_model: 'engine.watchlist', target_pk: caseRow.id, read: false });
   }
   t.is((await alertsOf(outsider.id)).length, 0);
   const frame = await live.next((f) => f.data?.type === 'notification');
-  t.like(frame.data.data, { kind: 'alert', title: 'New alert: nora', target: { model: 'engine.watchlist', pk: caseRow.id } });
+  t.like(frame.data.data, { kind: 'alert', title: `New alert on ${caseRow.reference}`, target: { model: 'engine.watchlist', pk: caseRow.id } });
 
   await largePayment('nora');
   t.is((await alertsOf(viewer.id)).length, 1, 'still unread: no second notification');

@@ -101,6 +101,21 @@ function filterSpec(model: BoundModel, filter: FilterDeclaration, applied: Recor
   if (filter.type === 'range') {
     return { title, class: 'RangeFilter', parameters: [`${filter.field}__range__gte`, `${filter.field}__range__lte`], choices: [], input: true, field: filter.field };
   }
+  if (filter.type === 'assignee') {
+    const parameter = `${filter.field}__assigned`;
+    const current = applied[parameter];
+    return {
+      title,
+      class: 'AssigneeFilter',
+      parameters: [parameter],
+      choices: [
+        { display: 'All', params: {}, selected: current === undefined },
+        ...ASSIGNEE_CHOICES.map((option) => ({ display: option.label, params: { [parameter]: option.value }, selected: current === option.value })),
+      ],
+      input: false,
+      field: filter.field,
+    };
+  }
   const parameter = filter.type === 'isnull' ? `${filter.field}__isnull` : `${filter.field}__exact`;
   const options =
     filter.type === 'isnull'
@@ -120,6 +135,13 @@ function filterSpec(model: BoundModel, filter: FilterDeclaration, applied: Recor
   };
 }
 
+/** The values of an assignee filter: relative to the viewer, so a saved "assigned to me" is whoever opens it. */
+export const ASSIGNEE_CHOICES = [
+  { value: 'me', label: 'Assigned to me' },
+  { value: 'none', label: 'Unassigned' },
+  { value: 'any', label: 'Assigned to anyone' },
+] as const;
+
 /** Every filter parameter a model accepts. */
 export function filterParameters(model: BoundModel): Set<string> {
   return new Set(filterSpecs(model, {}).flatMap((spec) => spec.parameters));
@@ -132,14 +154,17 @@ export function scopedQuery(db: Knex | Knex.Transaction, model: BoundModel, prin
   return query;
 }
 
-function applyFilters(query: Knex.QueryBuilder, model: BoundModel, filters: Record<string, string>): void {
+function applyFilters(query: Knex.QueryBuilder, model: BoundModel, principal: Principal, filters: Record<string, string>): void {
   const known = filterParameters(model);
   for (const [parameter, raw] of Object.entries(filters)) {
     if (!known.has(parameter)) throw new QueryError(`Unknown filter parameter: ${parameter}.`, parameter);
     const [field = '', lookup, bound] = parameter.split('__');
     const column = `${ALIAS}.${field}`;
     const info = model.columnTypes.get(field)!;
-    if (lookup === 'isnull') {
+    if (lookup === 'assigned') {
+      const declaration = model.filters!.find((filter) => filter.type === 'assignee' && filter.field === field) as Extract<FilterDeclaration, { type: 'assignee' }>;
+      applyAssignee(query, declaration, principal, raw, parameter);
+    } else if (lookup === 'isnull') {
       if (raw !== '0' && raw !== '1' && raw !== 'true' && raw !== 'false') throw new QueryError(`${parameter} takes 1 or 0.`, parameter);
       if (raw === '1' || raw === 'true') query.whereNull(column);
       else query.whereNotNull(column);
@@ -155,6 +180,26 @@ function applyFilters(query: Knex.QueryBuilder, model: BoundModel, filters: Reco
       query.where(column, bound === 'gte' ? '>=' : '<=', typedValue(info.udtName, raw, parameter));
     }
   }
+}
+
+/**
+ * `<field>__assigned`: me, none or any. With `via`, the assignee is a column of the row the field
+ * names (an alert's case), read by its primary key in a subquery: one index lookup per candidate
+ * row, no join that could repeat rows.
+ */
+function applyAssignee(query: Knex.QueryBuilder, filter: Extract<FilterDeclaration, { type: 'assignee' }>, principal: Principal, raw: string, parameter: string): void {
+  if (raw !== 'me' && raw !== 'none' && raw !== 'any') throw new QueryError(`${parameter} takes me, none or any.`, parameter);
+  const apply = (clause: Knex.QueryBuilder, column: string) => {
+    if (raw === 'me') clause.where(column, principal.user.id);
+    else if (raw === 'any') clause.whereNotNull(column);
+    else clause.whereNull(column);
+  };
+  if (!filter.via) return apply(query, `${ALIAS}.${filter.field}`);
+  const { table, pk = 'id', column } = filter.via;
+  const assigned = (clause: Knex.QueryBuilder) => clause.select(1).from(`${table} as a_via`).whereRaw(`a_via.?? = ${ALIAS}.??`, [pk, filter.field]);
+  // "none": no related row, or one that nobody holds.
+  if (raw === 'none') query.whereNotExists((clause) => assigned(clause).whereNotNull(`a_via.${column}`));
+  else query.whereExists((clause) => apply(assigned(clause), `a_via.${column}`));
 }
 
 const INTEGER_LIMITS: Record<string, number> = { int2: 32_767, int4: 2_147_483_647, int8: Number.MAX_SAFE_INTEGER };
@@ -252,7 +297,7 @@ export async function listRows(
 ): Promise<ListResult> {
   const pageSize = Math.min(Math.max(1, parameters.pageSize), MAX_PAGE_SIZE);
   const filtered = scopedQuery(db, model, principal);
-  applyFilters(filtered, model, parameters.filters);
+  applyFilters(filtered, model, principal, parameters.filters);
   applySearch(filtered, model, parameters.search);
 
   const page = filtered.clone();

@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import type { FieldErrors } from '../../validation/form.ts';
 import type { Principal } from '../staff/principal.ts';
+import type { WriteChain, WriteOrigin } from './write.ts';
 
 /**
  * The back-office registry: one declaration per model (like Django's ModelAdmin) that the web admin,
@@ -68,7 +69,14 @@ export type FilterDeclaration =
   /** Two inputs, `<field>__range__gte` and `<field>__range__lte`, for numbers and dates. */
   | { type: 'range'; field: string; title?: string }
   /** Whether a nullable field is set: `<field>__isnull`. */
-  | { type: 'isnull'; field: string; title?: string };
+  | { type: 'isnull'; field: string; title?: string }
+  /**
+   * Who a record is assigned to, relative to the viewer: `<field>__assigned` takes `me` (the
+   * viewer's user id), `none` (nobody) or `any` (somebody). `field` holds a staff user id, or,
+   * with `via`, the key of a row of another table whose `column` does (an alert's case's assignee).
+   * A saved "assigned to me" filter means whoever opens it.
+   */
+  | { type: 'assignee'; field: string; title?: string; via?: { table: string; pk?: string; column: string } };
 
 export interface FieldsetDeclaration {
   title: string | null;
@@ -94,13 +102,63 @@ export interface ActionContext {
   principal: Principal;
 }
 
+/**
+ * A bulk change: the same values written on each chosen record, each through the write chain
+ * (saveObject, partial) as if edited alone: model and object permission, clean hook (a case's
+ * rationale), approval hook (a maker-checker policy makes each a request of its own), save hooks
+ * and an audit row. Each record is its own write: one refused record leaves the others written.
+ */
+export interface ActionChange {
+  /** Form fields of the model the user fills in once for all records (their types, labels and choices are the form's). */
+  fields: string[];
+  /** Of those, the ones that must not be left empty (checked once, before any record is written). */
+  required?: string[];
+  /** Values written whatever is sent (closing: status closed). */
+  fixed?: Row;
+  /** Values that depend on who runs it (take: the assignee is the user). */
+  values?(principal: Principal): Row;
+  /**
+   * Checked on each record once it is locked, before its write: field errors refuse that record
+   * (take refuses a case someone else holds). Two users running it at once are serialised by the lock.
+   */
+  guard?(row: Row, principal: Principal): FieldErrors | undefined;
+}
+
+/** What a list-level action (no selection) answers: its message and the record it opened, if any. */
+export interface PickResult {
+  level: 'info' | 'success' | 'warning' | 'error';
+  message: string;
+  /** The record to open (next case: the case just assigned); null when there was none. */
+  pk: string | null;
+  /** Set when the pick became an approval request instead of a write. */
+  approvalRequestId?: string;
+}
+
+export interface PickContext {
+  /** The write chain the pick writes through. */
+  chain: WriteChain;
+  principal: Principal;
+  /** How the request reached the chain (web, mobile), for the audit log and approvals. */
+  origin: WriteOrigin;
+}
+
+/**
+ * A bulk action of a list, one of three kinds:
+ * - `run`: code run on the chosen rows in one transaction (all or nothing), one audit row per row;
+ * - `change`: a bulk change through the write chain, one write per chosen record (see ActionChange);
+ * - `pick`: a button of the list that needs no selection (next case), answering the record it opened.
+ */
 export interface ActionDeclaration {
   name: string;
   label: string;
   /** The permission a user needs to run it: an operation on this model or a custom codename. */
   permission: Operation | string;
+  /** One line telling what it does, under its form and in the mobile schema. */
+  help?: string;
   /** Runs on the chosen rows, in the write chain's transaction; returns the message shown. */
-  run(context: ActionContext, rows: Row[]): Promise<string>;
+  run?(context: ActionContext, rows: Row[]): Promise<string>;
+  change?: ActionChange;
+  pick?(context: PickContext): Promise<PickResult>;
 }
 
 export interface SaveContext {

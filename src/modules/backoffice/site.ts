@@ -254,8 +254,20 @@ function checkModel(site: AdminSite, model: BoundModel, foreignKeys: { table_nam
 export interface SiteExtensions {
   /** Blocks of a record's detail, for the mobile detail and the web change page alike. */
   detailBlocks: readonly DetailBlockProvider[];
-  /** Sections of the web change page drawn from those blocks (a preact component each). */
-  detailSections: readonly DetailSection[];
+  /**
+   * Sections of the web change page drawn from those blocks: each placed above the record's form
+   * (`top`: the work done on the record, such as its decision form and matched rules) or below it
+   * (`bottom`, after the inlines). A bare component is a bottom section.
+   */
+  detailSections: readonly (PlacedDetailSection | DetailSection)[];
+}
+
+export type DetailSectionPosition = 'top' | 'bottom';
+
+/** A web detail section and where on the change page it goes. */
+export interface PlacedDetailSection {
+  position: DetailSectionPosition;
+  component: DetailSection;
 }
 
 /** What a web detail section is given: the record, its detail blocks, and the form token. */
@@ -287,7 +299,20 @@ export async function detailBlocks(db: Knex, site: AdminSite, model: BoundModel,
 export interface DetailBlockProvider {
   /** The model keys (app_label.model) it adds to; absent means every model. */
   models?: readonly string[];
+  /** What the mobile schema says of the blocks it adds (name, label, the shape of its value). */
+  describes?: readonly BlockDescription[];
   blocks(context: DetailBlockContext): Promise<Record<string, unknown>>;
+}
+
+export interface BlockDescription {
+  name: string;
+  label: string;
+  description: string;
+}
+
+/** The blocks a model's detail carries, as the mobile schema describes them. */
+export function describedBlocks(site: AdminSite, model: BoundModel): BlockDescription[] {
+  return site.extensions.detailBlocks.filter((provider) => !provider.models || provider.models.includes(model.key)).flatMap((provider) => provider.describes ?? []);
 }
 
 export interface DetailBlockContext {

@@ -4,9 +4,9 @@ import type { Principal } from '../staff/principal.ts';
 import { cleanForm, writableFields } from './forms.ts';
 import { getRow, scopedQuery, validPk } from './query.ts';
 import type { AdminSite } from './site.ts';
-import type { BoundModel, Row, SaveContext } from './registry.ts';
+import type { ActionChange, ActionDeclaration, BoundModel, FieldErrors, Row, SaveContext } from './registry.ts';
 import { canObject, canRunAction } from './access.ts';
-import { ObjectNotFound, PermissionDenied, ValidationFailed } from './errors.ts';
+import { ChainError, ObjectNotFound, PermissionDenied, ValidationFailed } from './errors.ts';
 import { formatTimestamp } from '../../timestamps.ts';
 
 /**
@@ -272,17 +272,172 @@ export async function deleteObject(chain: WriteChain, model: BoundModel, princip
   return { status: 'deleted', row: null, pk, messages: [{ level: 'success', message: `The ${model.verboseName} "${model.repr(result.row)}" was deleted successfully.` }], warnings: [] };
 }
 
-/** Runs a bulk action on chosen records (the ones of them the user may see), in one transaction. */
-export async function runAction(chain: WriteChain, model: BoundModel, principal: Principal, actionName: string, pks: string[]): Promise<Message> {
+/** The most records one bulk action is run on (the web changelist sends at most a page). */
+export const MAX_ACTION_RECORDS = 1000;
+
+/** What a bulk change did to one chosen record. */
+export interface RecordOutcome {
+  pk: string;
+  repr: string;
+  /** updated: written; pending: submitted for approval (a request of its own); refused: not written, with the reason. */
+  status: 'updated' | 'pending' | 'refused';
+  /** For a refused record: the chain's reason (validation_failed, permission_denied, not_found, pending_approval). */
+  reason?: string;
+  message?: string;
+  errors?: FieldErrors;
+  approvalRequestId?: string;
+}
+
+/** What an action answers: the message shown, and for a bulk change each record's outcome; for a list-level action the record it opened. */
+export interface ActionResult extends Message {
+  outcomes?: RecordOutcome[];
+  pk?: string | null;
+  approvalRequestId?: string;
+}
+
+/**
+ * Runs an action of a model (see ActionDeclaration): the user must be allowed to run it
+ * (canRunAction, else PermissionDenied). A `run` action runs on the chosen records the user may
+ * see, all in one transaction, with an audit row each. A `change` action writes `input` (the
+ * action's fields) on each chosen record through saveObject, one write per record, and reports
+ * each record's outcome; its fields are checked once first (ValidationFailed before any write).
+ * A `pick` action needs no selection.
+ */
+export async function runAction(
+  chain: WriteChain,
+  model: BoundModel,
+  principal: Principal,
+  actionName: string,
+  pks: string[],
+  options: { input?: unknown; origin?: WriteOrigin } = {},
+): Promise<ActionResult> {
   const action = model.actions?.find((candidate) => candidate.name === actionName);
   if (!action) throw new ValidationFailed({ action: [{ message: `Unknown action: ${actionName.slice(0, 100)}.`, code: 'invalid_choice' }] });
   if (!canRunAction(chain.site, principal, model, action)) throw new PermissionDenied();
-  pks = pks.filter((pk) => validPk(model, pk));
+  const origin = options.origin ?? { channel: 'web' };
+  if (action.pick) {
+    const picked = await action.pick({ chain, principal, origin });
+    return { level: picked.level, message: picked.message, pk: picked.pk, ...(picked.approvalRequestId ? { approvalRequestId: picked.approvalRequestId } : {}) };
+  }
+  pks = [...new Set(pks.filter((pk) => validPk(model, pk)))];
   if (!pks.length) throw new ValidationFailed({ action: [{ message: 'Items must be selected in order to perform actions on them.', code: 'required' }] });
+  if (pks.length > MAX_ACTION_RECORDS) throw new ValidationFailed({ action: [{ message: `An action runs on at most ${MAX_ACTION_RECORDS} records at a time.`, code: 'too_many' }] });
+  if (action.change) return runChange(chain, model, principal, action, action.change, pks, options.input, origin);
+  if (!action.run) throw new Error(`${model.key}: action ${action.name} declares neither run, change nor pick`);
+  const run = action.run;
   return chain.db.transaction(async (trx) => {
     const rows = (await scopedQuery(trx, model, principal).select('t.*').whereIn(`t.${model.pk}`, pks).forUpdate()) as Row[];
-    const message = await action.run({ db: trx, principal }, rows);
+    const message = await run({ db: trx, principal }, rows);
     for (const row of rows) await writeAudit(trx, model, principal, 2, String(row[model.pk]), model.repr(row), { action: actionName });
     return { level: 'success' as const, message };
   });
+}
+
+/**
+ * The values a bulk change writes on every record: the action's fields as sent (anything else is
+ * ignored), its fixed values and the ones that depend on the user, cleaned once as a partial form
+ * so a bad or missing value refuses the whole action before any record is written.
+ */
+export async function actionValues(chain: WriteChain, model: BoundModel, principal: Principal, change: ActionChange, input: unknown): Promise<Row> {
+  if (input !== undefined && input !== null && (typeof input !== 'object' || Array.isArray(input))) {
+    throw new ValidationFailed({ __all__: [{ message: 'The action\'s fields must be a JSON object.', code: 'invalid' }] });
+  }
+  const sent = (input ?? {}) as Record<string, unknown>;
+  const values: Row = {};
+  for (const name of change.fields) if (Object.hasOwn(sent, name)) values[name] = sent[name];
+  const errors: FieldErrors = {};
+  for (const name of change.required ?? []) {
+    const value = values[name];
+    if (value === undefined || value === null || (typeof value === 'string' && value.trim() === '')) errors[name] = [{ message: 'This field is required.', code: 'required' }];
+  }
+  Object.assign(values, change.fixed ?? {}, change.values?.(principal) ?? {});
+  const { errors: formErrors } = await cleanForm(chain.site, chain.db, model, values, true);
+  for (const [name, list] of Object.entries(formErrors)) if (!errors[name]) errors[name] = list;
+  if (Object.keys(errors).length) throw new ValidationFailed(errors);
+  return values;
+}
+
+async function runChange(
+  chain: WriteChain,
+  model: BoundModel,
+  principal: Principal,
+  action: ActionDeclaration,
+  change: ActionChange,
+  pks: string[],
+  input: unknown,
+  origin: WriteOrigin,
+): Promise<ActionResult> {
+  const values = await actionValues(chain, model, principal, change, input);
+  const reprs = new Map(
+    ((await scopedQuery(chain.db, model, principal)
+      .select([...new Set([model.pk, ...model.reprColumns])].map((name) => `t.${name}`))
+      .whereIn(`t.${model.pk}`, pks)) as Row[]).map((row) => [String(row[model.pk]), model.repr(row)]),
+  );
+  const outcomes: RecordOutcome[] = [];
+  // One record after the other, each its own transaction: a refused record leaves the others written.
+  for (const pk of pks) outcomes.push(await changeRecord(chain, model, principal, change, pk, values, origin, reprs.get(pk) ?? pk));
+  return { ...actionSummary(model, action, outcomes), outcomes };
+}
+
+async function changeRecord(chain: WriteChain, model: BoundModel, principal: Principal, change: ActionChange, pk: string, values: Row, origin: WriteOrigin, repr: string): Promise<RecordOutcome> {
+  try {
+    const outcome = await applyChange(chain, model, principal, change, pk, values, origin);
+    if (outcome.status === 'pending') return { pk, repr, status: 'pending', approvalRequestId: outcome.approvalRequestId };
+    return { pk, repr: outcome.row ? model.repr(outcome.row) : repr, status: 'updated' };
+  } catch (error) {
+    if (!(error instanceof ChainError)) throw error;
+    return {
+      pk,
+      repr,
+      status: 'refused',
+      reason: error.reason,
+      message: refusalText(error),
+      ...(error instanceof ValidationFailed ? { errors: error.errors } : {}),
+    };
+  }
+}
+
+/**
+ * One record's write of a bulk change (`values` from actionValues), through saveObject. With a
+ * guard, the record is locked first, in a transaction the write joins: the guard reads the row
+ * no one else can change until the write commits, so two users running it at once are serialised
+ * (the second sees the first's write). Throws the chain's errors.
+ */
+export async function applyChange(chain: WriteChain, model: BoundModel, principal: Principal, change: ActionChange, pk: string, values: Row, origin: WriteOrigin): Promise<WriteOutcome> {
+  if (!change.guard) return saveObject(chain, model, principal, pk, values, { partial: true, origin });
+  const guard = change.guard;
+  return chain.db.transaction(async (trx) => {
+    if (!chain.site.can(principal, model, 'change')) throw new PermissionDenied();
+    const locked = await getRow(trx, model, principal, pk, true);
+    if (!locked) throw new ObjectNotFound(model, pk);
+    if (!canObject(chain.site, principal, model, 'change', locked)) throw new PermissionDenied();
+    const errors = guard(locked, principal);
+    if (errors && Object.keys(errors).length) throw new ValidationFailed(errors);
+    return saveObject({ ...chain, db: trx as unknown as Knex }, model, principal, pk, values, { partial: true, origin });
+  });
+}
+
+/** A refusal as one line: a validation error's messages, or the error's own. */
+export function refusalText(error: ChainError): string {
+  if (error instanceof ValidationFailed) return Object.values(error.errors).flat().map((problem) => problem.message).join(' ');
+  return error.message;
+}
+
+const LISTED_REFUSALS = 10;
+
+/** The message of a bulk change: how many records were changed, submitted and refused, and why. */
+function actionSummary(model: BoundModel, action: ActionDeclaration, outcomes: RecordOutcome[]): Message {
+  const count = (status: RecordOutcome['status']) => outcomes.filter((outcome) => outcome.status === status).length;
+  const noun = (n: number) => `${n} ${n === 1 ? model.verboseName : model.verboseNamePlural}`;
+  const [updated, pending, refused] = [count('updated'), count('pending'), count('refused')];
+  const parts: string[] = [];
+  if (updated) parts.push(`${noun(updated)} changed`);
+  if (pending) parts.push(`${noun(pending)} submitted for approval`);
+  if (refused) {
+    const listed = outcomes.filter((outcome) => outcome.status === 'refused').slice(0, LISTED_REFUSALS).map((outcome) => `${outcome.repr}: ${outcome.message}`);
+    const more = refused > LISTED_REFUSALS ? `; and ${refused - LISTED_REFUSALS} more` : '';
+    parts.push(`${noun(refused)} refused (${listed.join('; ')}${more})`);
+  }
+  const level = refused === 0 ? (updated ? 'success' : 'info') : updated + pending ? 'warning' : 'error';
+  return { level, message: `${action.label}: ${parts.join(', ')}.` };
 }

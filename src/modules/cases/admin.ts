@@ -1,6 +1,8 @@
-import { choices, DECISION_CHOICES, decisionTone } from '../backoffice/declare.ts';
+import { choices, DECISION_CHOICES, decisionTone, mayOperate } from '../backoffice/declare.ts';
+import { PermissionDenied } from '../backoffice/errors.ts';
 import type { FieldErrors, ModelRegistration, Row, Tone } from '../backoffice/registry.ts';
 import { clearClosure, closeCase } from './closing.ts';
+import { ALERT_ACTIONS, CASE_ACTIONS } from './queue.ts';
 
 export const CASE_STATUSES = ['open', 'in_review', 'escalated', 'closed'] as const;
 export const ACCOUNT_ACTIONS = ['none', 'restrict', 'freeze', 'close'] as const;
@@ -9,6 +11,19 @@ export const RATIONALE_FIELDS = ['status', 'flagged', 'account_action', 'postpon
 
 function caseTone(value: unknown): Tone | null {
   return value === 'open' ? 'info' : value === 'in_review' ? 'warning' : value === 'escalated' ? 'danger' : value === 'closed' ? 'neutral' : null;
+}
+
+/** The registered model of the record an alert's `target` names (record_id is its key). */
+export const ALERT_RECORD_MODELS: Readonly<Record<string, string>> = {
+  customer: 'customer.customer',
+  financial: 'transaction.financialevent',
+  non_financial: 'transaction.nonfinancialevent',
+};
+
+/** The model of an alert's record, or null for a target no model holds (an own key, never a prototype's). */
+export function alertRecordModel(row: Row): string | null {
+  const target = String(row.target);
+  return Object.hasOwn(ALERT_RECORD_MODELS, target) ? ALERT_RECORD_MODELS[target]! : null;
 }
 
 export const alertAdmin: ModelRegistration = {
@@ -37,6 +52,8 @@ export const alertAdmin: ModelRegistration = {
     { type: 'choice', field: 'kind' },
     { type: 'range', field: 'score' },
     { type: 'range', field: 'created_at', title: 'Raised' },
+    // The case's assignee, read through the alert's case (an alert has none of its own).
+    { type: 'assignee', field: 'case_id', title: 'Case assigned', via: { table: 'cases', column: 'assignee_id' } },
   ],
   searchFields: ['=record_ref'],
   ordering: ['-created_at'],
@@ -47,10 +64,14 @@ export const alertAdmin: ModelRegistration = {
     status: { choices: choices(['open', 'closed']) },
     kind: { choices: choices(['rules', 'sanctions']) },
     target: { choices: choices(['customer', 'financial', 'non_financial']) },
+    // One click from an alert to its record (a generic relation: the target names the model) and to the log that raised it.
+    record_id: { label: 'Record', relatedModelOf: alertRecordModel },
+    log_id: { related: 'engine.executionlog', label: 'Execution log' },
   },
   form: ['case_id', 'customer_id', 'target', 'record_id', 'record_ref', 'log_id', 'kind', 'score', 'decision', 'rule_codes', 'status', 'created_at'],
   readonly: ['case_id', 'customer_id', 'target', 'record_id', 'record_ref', 'log_id', 'kind', 'score', 'decision', 'rule_codes', 'created_at'],
   disabled: { add: true, delete: true },
+  actions: ALERT_ACTIONS,
   menu: { group: 'Case work', icon: 'notifications_active' },
 };
 
@@ -59,9 +80,12 @@ export const caseAdmin: ModelRegistration = {
   model: 'watchlist',
   table: 'cases',
   verboseName: 'case',
-  repr: (row) => `Case ${String(row.id).slice(0, 8)}`,
-  reprColumns: ['id'],
+  verboseNamePlural: 'cases',
+  // The readable number (C-000123, migration 0024): lists, titles, notifications and the assistant name a case by it.
+  repr: (row) => String(row.reference),
+  reprColumns: ['reference'],
   columns: [
+    { name: 'reference', label: 'Case' },
     { name: 'customer_id__customer_ref', label: 'Customer' },
     { name: 'status', tone: caseTone },
     { name: 'priority', kind: 'number' },
@@ -71,7 +95,7 @@ export const caseAdmin: ModelRegistration = {
     { name: 'assignee_id__username', label: 'Assignee' },
     { name: 'opened_at', label: 'Opened' },
   ],
-  titleColumn: 'customer_id__customer_ref',
+  titleColumn: 'reference',
   statusColumn: 'status',
   dateColumn: 'opened_at',
   filters: [
@@ -79,10 +103,14 @@ export const caseAdmin: ModelRegistration = {
     { type: 'choice', field: 'flagged' },
     { type: 'choice', field: 'account_action', title: 'Account action' },
     { type: 'isnull', field: 'assignee_id', title: 'Assigned' },
+    { type: 'assignee', field: 'assignee_id', title: 'Assignee' },
     { type: 'range', field: 'priority' },
   ],
+  searchFields: ['^reference'],
   ordering: ['-priority', '-opened_at'],
   fields: {
+    reference: { label: 'Case' },
+    number: { type: 'integer' },
     customer_id: { related: 'customer.customer', label: 'Customer' },
     assignee_id: { related: 'auth.user', label: 'Assignee' },
     status: { choices: choices(CASE_STATUSES, { in_review: 'In review' }) },
@@ -112,6 +140,8 @@ export const caseAdmin: ModelRegistration = {
     { model: 'engine.compliancedecision', fk: 'case_id', label: 'Compliance decisions', ordering: '-created_at' },
   ],
   disabled: { add: true, delete: true },
+  // Take, assign, status, close with a clear decision, next case (cases/queue.ts).
+  actions: CASE_ACTIONS,
   hooks: {
     clean(cleaned, before) {
       if (!before) return undefined;
@@ -197,4 +227,49 @@ export const complianceDecisionAdmin: ModelRegistration = {
   // Append-only for everyone, superusers included; the database refuses UPDATE and DELETE as well.
   disabled: { add: true, change: true, delete: true },
   menu: { group: 'Case work', icon: 'gavel' },
+};
+
+/**
+ * Free-text notes on a case, written from the case page (or the mobile data API): append-only like
+ * the history, so the timeline shows what was known when. Only someone who may view the case may
+ * write on it; the author is whoever wrote, never a form value.
+ */
+export const caseNoteAdmin: ModelRegistration = {
+  appLabel: 'engine',
+  model: 'casenote',
+  table: 'case_notes',
+  verboseName: 'case note',
+  repr: (row) => `Note by ${String(row.author)}`,
+  reprColumns: ['author'],
+  columns: [
+    { name: 'case_id__reference', label: 'Case' },
+    { name: 'author' },
+    { name: 'body', label: 'Note' },
+    { name: 'created_at', label: 'Written' },
+  ],
+  titleColumn: 'body',
+  dateColumn: 'created_at',
+  filters: [{ type: 'range', field: 'created_at', title: 'Written' }],
+  searchFields: ['body'],
+  ordering: ['-created_at'],
+  fields: {
+    case_id: { related: 'engine.watchlist', label: 'Case' },
+    author_id: { related: 'auth.user', label: 'Author' },
+    body: { label: 'Note', type: 'text', maxLength: 10_000 },
+  },
+  form: ['case_id', 'body', 'author', 'created_at'],
+  readonly: ['author', 'created_at'],
+  disabled: { change: true, delete: true },
+  hooks: {
+    clean(cleaned) {
+      if (cleaned.body !== undefined && !String(cleaned.body ?? '').trim()) return { body: [{ message: 'This field is required.', code: 'required' }] };
+      return undefined;
+    },
+    beforeSave({ values, principal }) {
+      if (!mayOperate(principal, caseAdmin, 'view')) throw new PermissionDenied('You may write notes only on cases you may view.');
+      values.body = String(values.body).trim();
+      values.author_id = principal.user.id;
+      values.author = principal.user.username;
+    },
+  },
 };

@@ -5,8 +5,10 @@ import { runBatch, sentText, skippedResult, type BatchPlan, type ValidRecord } f
 import type { BatchTrace } from '../records/trace.ts';
 import { ownCopy, withoutNulls, type Action } from '../records/results.ts';
 import { columnsOf, COPY_FROM_LOGS } from '../records/sql.ts';
-import type { ColumnTypes } from '../../db/copy.ts';
+import { JsonText, type ColumnTypes } from '../../db/copy.ts';
 import type { CustomerScreening, ScreeningSubject } from '../screening/service.ts';
+import { dismissedMatches, sanctionSummary, upsertHits, withoutDismissed, type FingerprintSubject, type StoredMatches } from '../screening/hits.ts';
+import type { ScreeningMatch } from '../screening/sanctions/matcher.ts';
 import type { EvaluationInput } from '../rules/definitions.ts';
 import { customerFields } from './schemas.ts';
 
@@ -81,10 +83,48 @@ function ruleInput(item: Accepted): EvaluationInput {
   return { target: 'customer', record, customer, event: null, aggregates: {} };
 }
 
-function customerPlan(app: AppContext): BatchPlan<Accepted, CustomerResult> {
-  // The ids of the batch's customers stored already, read while the records are validated.
-  let prefetched: Promise<Map<string, string>> = Promise.resolve(new Map());
+/** Whether a screening returned matches (the workers write none as an empty JSON array). */
+function hasMatches(screening: CustomerScreening | null | undefined): boolean {
+  return screening !== null && screening !== undefined && screening.sanction_matches.text !== '[]';
+}
+
+/**
+ * Drops from the screenings (by position in `subjects`) the matches an officer marked false
+ * positive whose fingerprint still holds, and recomputes their sanction_score and sanction_topic
+ * (screening/hits.ts). Only screenings with matches of customers that may be stored are looked
+ * at, in one statement; a batch with none pays nothing.
+ */
+async function dropDismissed(app: AppContext, subjects: Accepted[], screenings: CustomerScreening[], mayBeStored: (item: Accepted) => boolean): Promise<void> {
+  const positions: number[] = [];
+  screenings.forEach((screening, position) => {
+    if (hasMatches(screening) && mayBeStored(subjects[position]!)) positions.push(position);
+  });
+  if (!positions.length) return;
+  const matches = new Map(positions.map((position) => [position, JSON.parse(screenings[position]!.sanction_matches.text) as ScreeningMatch[]]));
+  const dismissed = await dismissedMatches(
+    app.db,
+    positions.map((position) => ({ ref: subjects[position]!.ref, subject: subjects[position]!.values as unknown as FingerprintSubject, matches: matches.get(position)! })),
+  );
+  for (const position of positions) {
+    const keys = dismissed.get(subjects[position]!.ref);
+    if (!keys) continue;
+    const kept = withoutDismissed(matches.get(position)!, keys);
+    const { score, topics } = sanctionSummary(kept);
+    screenings[position] = { ...screenings[position]!, sanction_score: score, sanction_topic: topics, sanction_matches: new JsonText(JSON.stringify(kept)) };
+  }
+}
+
+/**
+ * The customer batch plan. `matched` collects the stored customers whose screening kept matches,
+ * for their screening hits, written once the batch is stored (upsertCustomers).
+ */
+function customerPlan(app: AppContext, matched: StoredMatches[]): BatchPlan<Accepted, CustomerResult> {
+  // The ids of the batch's customers stored already, read while the records are validated (null: not read, or the read failed).
+  let prefetched: Promise<Map<string, string> | null> = Promise.resolve(null);
   let storedIds = new Map<string, string>();
+  // Whether storedIds holds every stored customer of the batch: then a customer it lacks is new, and has no hit to look at.
+  let storedKnown = false;
+  const mayBeStored = (item: Accepted) => !storedKnown || storedIds.has(item.ref);
   return {
     fields: customerFields,
     refField: 'customer_ref',
@@ -102,13 +142,15 @@ function customerPlan(app: AppContext): BatchPlan<Accepted, CustomerResult> {
       // Only a guess: a failed read leaves the logs to be corrected after the upsert.
       prefetched = queryPrepared<{ customer_ref: string; id: string }>(app.db, 'warden_customer_ids', STORED_IDS, [refs]).then(
         (rows) => new Map(rows.map((row) => [row.customer_ref, row.id])),
-        () => new Map(),
+        () => null,
       );
       if (trace) trace.roundTrips += 1;
     },
 
     async accept(valid) {
-      storedIds = await prefetched;
+      const read = await prefetched;
+      storedIds = read ?? new Map();
+      storedKnown = read !== null;
       return valid.map((record) => {
         if (record.values.migration) record.warnings.push(MIGRATION_WARNING);
         return Object.assign(record, { ref: record.ref!, screening: null });
@@ -125,6 +167,16 @@ function customerPlan(app: AppContext): BatchPlan<Accepted, CustomerResult> {
       const inputs = new Array<EvaluationInput>(stored.length);
       let assigned = 0;
       let count = 0;
+      // The first screened customer with matches that may be stored: from it on, the screenings
+      // wait for the batch's check of dismissed matches (dropDismissed) before their inputs are made.
+      let held = screened.length;
+      let scanned = 0;
+      const releasable = (screenedCount: number, screenings: readonly CustomerScreening[]) => {
+        for (; scanned < screenedCount && held === screened.length; scanned++) {
+          if (hasMatches(screenings[scanned]) && mayBeStored(stored[screened[scanned]!]!)) held = scanned;
+        }
+        return Math.min(screenedCount, held);
+      };
       // Hands the first `screenedCount` screenings to their items, then makes the inputs of every
       // item before the first one still being screened.
       const advance = (screenedCount: number, screenings: readonly CustomerScreening[]) => {
@@ -136,11 +188,15 @@ function customerPlan(app: AppContext): BatchPlan<Accepted, CustomerResult> {
         screened.map((position) => stored[position]!.values as unknown as ScreeningSubject),
         ready &&
           ((screenedCount, done) => {
-            advance(screenedCount, done);
+            advance(releasable(screenedCount, done), done);
             ready(count, inputs);
           }),
       );
       trace?.mark('screening');
+      if (screenings.some(hasMatches)) {
+        await dropDismissed(app, screened.map((position) => stored[position]!), screenings, mayBeStored);
+        trace?.mark('dismissed matches');
+      }
       advance(screened.length, screenings);
       return inputs;
     },
@@ -159,25 +215,36 @@ function customerPlan(app: AppContext): BatchPlan<Accepted, CustomerResult> {
         email_reasons: item.screening?.email_reasons ?? [],
       }),
 
-    result: (item, stored, row) => ({
-      customer_ref: item.ref,
-      id: stored.id,
-      action: stored.inserted ? 'created' : 'updated',
-      score: row.score as number,
-      decision: row.decision as string,
-      sanction_score: row.sanction_score as number | null,
-      sanction_topic: row.sanction_topic as string[],
-      ip_address_score: row.ip_address_score as number | null,
-      email_risk_score: row.email_risk_score as number | null,
-      warnings: item.warnings,
-    }),
+    result: (item, stored, row) => {
+      if (hasMatches(item.screening)) matched.push({ customerId: stored.id, matches: item.screening!.sanction_matches.text });
+      return {
+        customer_ref: item.ref,
+        id: stored.id,
+        action: stored.inserted ? 'created' : 'updated',
+        score: row.score as number,
+        decision: row.decision as string,
+        sanction_score: row.sanction_score as number | null,
+        sanction_topic: row.sanction_topic as string[],
+        ip_address_score: row.ip_address_score as number | null,
+        email_risk_score: row.email_risk_score as number | null,
+        warnings: item.warnings,
+      };
+    },
   };
 }
 
 /**
  * Validates, screens (sanctions, IP, email; not for migration records), scores with the
- * customer rules and stores a batch of customers in one transaction.
+ * customer rules and stores a batch of customers in one transaction; then the screening hits of
+ * the customers whose screening kept matches, in one statement (none for a batch without a match).
  */
 export async function upsertCustomers(app: AppContext, inputs: Record<string, unknown>[], actor: Actor, trace?: BatchTrace): Promise<CustomerResult[]> {
-  return runBatch(app, customerPlan(app), inputs, actor, trace);
+  const matched: StoredMatches[] = [];
+  const results = await runBatch(app, customerPlan(app, matched), inputs, actor, trace);
+  if (matched.length) {
+    await upsertHits(app.db, matched);
+    if (trace) trace.roundTrips += 1;
+    trace?.mark('screening hits');
+  }
+  return results;
 }

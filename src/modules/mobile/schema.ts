@@ -7,7 +7,7 @@ import { respond } from '../../http/envelope.ts';
 import { HttpError } from '../../http/errors.ts';
 import { canRunAction, isHidden, objectPerms, visibleFields } from '../backoffice/access.ts';
 import { columnKind, columnLabel, columnSortable, filterSpecs, getRow, MAX_PAGE_SIZE } from '../backoffice/query.ts';
-import type { AdminSite } from '../backoffice/site.ts';
+import { describedBlocks, type AdminSite } from '../backoffice/site.ts';
 import type { BoundModel, ResolvedField, Row } from '../backoffice/registry.ts';
 import { loadRelations } from '../backoffice/write.ts';
 import type { Principal } from '../staff/principal.ts';
@@ -189,6 +189,8 @@ export async function modelSchema(site: AdminSite, db: Knex, principal: Principa
       max_page_size: MAX_PAGE_SIZE,
     },
     form,
+    // The modules' detail blocks (timeline, evidence, decision form...): what the detail carries besides its fields.
+    blocks: describedBlocks(site, model),
     inlines: (model.inlines ?? []).flatMap((inline) => {
       const target = site.models.get(inline.model)!;
       if (!site.can(principal, target, 'view')) return [];

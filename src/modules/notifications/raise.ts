@@ -9,7 +9,8 @@ const REQUEST_MODEL = 'approval.approvalrequest';
 const CASE_VIEWERS = viewCodenames({ appLabel: 'engine', model: 'watchlist' });
 
 /**
- * Alerts just raised in a batch's transaction: for each open case of these customers, its
+ * Alerts just raised in a batch's transaction: for each open case of these customers (named by its
+ * number, C-000123, never by the customer, whom the recipient may not be allowed to see), its
  * assignee (or, unassigned, everyone who may view cases) is notified once, unless they still have
  * an unread alert notification for that case: a busy case does not flood anyone. One statement
  * whatever the batch size, then one live message and push per user (announceNotifications).
@@ -18,16 +19,16 @@ export async function notifyCaseAlerts(trx: Knex.Transaction, customerIds: reado
   if (!customerIds.length) return;
   const inserted = (await trx.raw(
     `with viewers as (${usersWhoMaySql('?::text[]')}), touched as (
-       select c.id, c.assignee_id, c.alert_count, cu.customer_ref
-       from cases c join customers cu on cu.id = c.customer_id
+       select c.id, c.assignee_id, c.alert_count, c.reference
+       from cases c
        where c.customer_id = any(?::uuid[]) and c.status <> 'closed'
      ), recipients as (
-       select t.id as case_id, t.customer_ref, t.alert_count, v.id as user_id from touched t cross join viewers v where t.assignee_id is null
+       select t.id as case_id, t.reference, t.alert_count, v.id as user_id from touched t cross join viewers v where t.assignee_id is null
        union all
-       select t.id, t.customer_ref, t.alert_count, t.assignee_id from touched t join staff_users s on s.id = t.assignee_id and s.is_active
+       select t.id, t.reference, t.alert_count, t.assignee_id from touched t join staff_users s on s.id = t.assignee_id and s.is_active
      )
      insert into notifications (user_id, kind, title, body, target_model, target_pk)
-     select r.user_id, 'alert', 'New alert: ' || r.customer_ref, r.alert_count || ' alert(s) on this case', ?, r.case_id::text
+     select r.user_id, 'alert', 'New alert on ' || r.reference, r.alert_count || ' alert(s) on this case', ?, r.case_id::text
      from recipients r
      where not exists (select 1 from notifications n where n.user_id = r.user_id and not n.read and n.kind = 'alert' and n.target_model = ? and n.target_pk = r.case_id::text)
      returning id, user_id, kind, title, body, target_model, target_pk, created_at`,

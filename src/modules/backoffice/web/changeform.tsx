@@ -23,7 +23,7 @@ import {
 } from './common.tsx';
 import { dateInputValue, dateTimeInputValue, wallTimeToIso, type DatePreferences } from './format.ts';
 import { CsrfField } from './layout.tsx';
-import { detailBlocks, type DetailSectionProps } from '../site.ts';
+import { detailBlocks, type DetailSectionPosition, type DetailSectionProps } from '../site.ts';
 import { addMessage } from './session.ts';
 
 /**
@@ -121,6 +121,36 @@ async function relatedOptions(app: AppContext, model: BoundModel, ctx: Context, 
     result.set(field.name, { options, current, search });
   }
   return result;
+}
+
+/** The record a generic relation field of this row names (Django's content type plus object id), as a link. */
+interface GenericLink {
+  href: string;
+  text: string;
+}
+
+/**
+ * The links of the generic relation fields (relatedModelOf) of a row: to a record of a registered
+ * model the viewer may view, that exists within their scope, named by its repr. Anything else stays
+ * the stored value (an audit row outlives its record). One query per field, never per value.
+ */
+async function genericLinks(app: AppContext, model: BoundModel, principal: Principal, row: Row): Promise<Map<string, GenericLink>> {
+  const site = app.backoffice.site;
+  const links = new Map<string, GenericLink>();
+  await Promise.all(
+    model.formFields.map(async (field) => {
+      const relatedModelOf = field.declaration.relatedModelOf;
+      const value = row[field.name];
+      if (!relatedModelOf || field.declaration.hidden || value === null || value === undefined) return;
+      const key = relatedModelOf(row);
+      const target = key ? site.models.get(key) : undefined;
+      if (!target || !site.can(principal, target, 'view') || !validPk(target, String(value))) return;
+      const columns = [...new Set([target.pk, ...target.reprColumns])].map((name) => `t.${name}`);
+      const found = (await scopedQuery(app.db, target, principal).select(columns).where(`t.${target.pk}`, String(value)).first()) as Row | undefined;
+      if (found) links.set(field.name, { href: objectUrl(target, value), text: target.repr(found) });
+    }),
+  );
+  return links;
 }
 
 function ErrorList({ errors }: { errors?: { message: string }[] }) {
@@ -278,11 +308,22 @@ interface FormPageProps {
   canHistory: boolean;
   csrfToken: string;
   preferences: DatePreferences;
+  /** Links of the generic relation fields, by field name. */
+  links: Map<string, GenericLink>;
+  /** Sections above the form (the work done on the record: its decision form, matched rules). */
+  top?: ComponentChildren;
   extras?: ComponentChildren;
 }
 
-function ReadonlyValue({ app, model, name, row, related, preferences }: { app: AppContext; model: BoundModel; name: string; row: Row | null; related?: RelatedOptions; preferences: DatePreferences }) {
+function ReadonlyValue({ app, model, name, row, related, link, preferences }: { app: AppContext; model: BoundModel; name: string; row: Row | null; related?: RelatedOptions; link?: GenericLink; preferences: DatePreferences }) {
   const field = model.formFields.find((candidate) => candidate.name === name);
+  if (link) {
+    return (
+      <span class="readonly">
+        <a href={link.href}>{link.text}</a>
+      </span>
+    );
+  }
   if (field?.related && related) {
     const target = app.backoffice.site.models.get(field.related)!;
     const values = [row?.[name] ?? []].flat().map(String);
@@ -305,7 +346,7 @@ function ReadonlyValue({ app, model, name, row, related, preferences }: { app: A
 }
 
 function FieldRow(props: FormPageProps & { name: string }) {
-  const { app, model, name, row, values, errors, editable, related, preferences } = props;
+  const { app, model, name, row, values, errors, editable, related, links, preferences } = props;
   const field = model.formFields.find((candidate) => candidate.name === name);
   if (field?.declaration.hidden) return null;
   const writable = editable && field !== undefined && !field.readonly && field.type !== 'file' && field.type !== 'image';
@@ -329,7 +370,7 @@ function FieldRow(props: FormPageProps & { name: string }) {
         {writable ? (
           <Widget field={field} value={values[name] ?? ''} related={related.get(name)} invalid={Boolean(fieldErrors)} />
         ) : (
-          <ReadonlyValue app={app} model={model} name={name} row={row && field?.type === 'm2m' ? { ...row, [name]: values[name] } : row} related={related.get(name)} preferences={preferences} />
+          <ReadonlyValue app={app} model={model} name={name} row={row && field?.type === 'm2m' ? { ...row, [name]: values[name] } : row} related={related.get(name)} link={links.get(name)} preferences={preferences} />
         )}
         <ErrorList errors={fieldErrors} />
         {help && writable && (
@@ -385,7 +426,7 @@ function InlineTable({ block, preferences }: { block: InlineBlock; preferences: 
 }
 
 function FormPage(props: FormPageProps) {
-  const { model, row, errors, editable, blocks, canDelete, canHistory, csrfToken, extras, preferences } = props;
+  const { model, row, errors, editable, blocks, canDelete, canHistory, csrfToken, top, extras, preferences } = props;
   const fieldsets = model.fieldsets?.length ? model.fieldsets : [{ title: null, fields: model.formFields.map((field) => field.name), classes: [] as string[] }];
   const placed = new Set(fieldsets.flatMap((fieldset) => fieldset.fields));
   const shown = model.formFields.map((field) => field.name);
@@ -422,6 +463,7 @@ function FormPage(props: FormPageProps) {
         )}
       </div>
       {row && <p class="object-repr">{model.repr(row)}</p>}
+      {top}
       {Object.keys(errors).length > 0 && (
         <div class="errornote" role="alert">
           <p>{Object.keys(errors).length === 1 ? 'Please correct the error below.' : 'Please correct the errors below.'}</p>
@@ -487,6 +529,7 @@ export async function renderObjectPage(ctx: Context, app: AppContext, model: Bou
   }
   const values = { ...initialValues(model, row, principal.user), ...options.submitted };
   const canView = site.can(principal, model, 'view');
+  const sections = row ? await detailSections(app, model, pk!, row, principal, state.session.csrfToken) : { top: null, bottom: null };
   const title = row ? model.repr(row) : `Add ${model.verboseName}`;
   await renderPage(
     ctx,
@@ -507,24 +550,34 @@ export async function renderObjectPage(ctx: Context, app: AppContext, model: Bou
       canHistory={Boolean(row) && canView}
       csrfToken={state.session.csrfToken}
       preferences={principal.user}
+      links={row ? await genericLinks(app, model, principal, row) : new Map()}
+      top={sections.top}
       extras={
         <>
           {options.extras}
-          {row && (await detailSections(app, model, pk!, row, principal, state.session.csrfToken))}
+          {sections.bottom}
         </>
       }
     />,
   );
 }
 
-/** The sections the modules add under a record's form (site extensions), drawn from its detail blocks. */
+/**
+ * The sections the modules add to a record's page (site extensions), drawn from its detail blocks
+ * (read once): those placed at the top go above the form, the others below it.
+ */
 async function detailSections(app: AppContext, model: BoundModel, pk: string, row: Row, principal: Principal, csrfToken: string) {
   const site = app.backoffice.site;
   const props: DetailSectionProps = { model, pk, blocks: await detailBlocks(app.db, site, model, row, principal), csrfToken };
-  return site.extensions.detailSections.map((section, index) => {
-    const Section = section as FunctionComponent<DetailSectionProps>;
-    return <Section key={index} {...props} />;
-  });
+  const placed = site.extensions.detailSections.map((entry) => (typeof entry === 'function' ? { position: 'bottom' as DetailSectionPosition, component: entry } : entry));
+  const render = (position: DetailSectionPosition) =>
+    placed
+      .filter((entry) => entry.position === position)
+      .map((entry, index) => {
+        const Section = entry.component as FunctionComponent<DetailSectionProps>;
+        return <Section key={`${position}-${index}`} {...props} />;
+      });
+  return { top: render('top'), bottom: render('bottom') };
 }
 
 /** POST of an add or change form: through the write chain; a refused form comes back with its errors. */

@@ -1,9 +1,9 @@
 import type { Context } from 'koa';
 import type { AppContext } from '../../../context.ts';
 import { columnKind, columnLabel, columnSortable, filterSpecs, listRows, QueryError, scopedQuery, validPk, type FilterSpec, type ListResult } from '../query.ts';
-import type { ActionDeclaration, BoundModel, Row } from '../registry.ts';
-import { runnableActions } from '../access.ts';
-import { PermissionDenied, ValidationFailed } from '../errors.ts';
+import type { ActionDeclaration, BoundModel, FieldErrors, ResolvedField, Row } from '../registry.ts';
+import { reprFor, runnableActions } from '../access.ts';
+import { ObjectNotFound, PermissionDenied, ValidationFailed } from '../errors.ts';
 import { runAction } from '../write.ts';
 import {
   adminState,
@@ -27,6 +27,11 @@ import { addMessage } from './session.ts';
  * by dots, minus for descending, as the mobile API), search (`q`), the filter sidebar, pages (`p`),
  * bulk actions with a confirmation step, and the user's saved filters. Every other query
  * parameter is a filter; one the model does not know is a 400 with the message on the page.
+ *
+ * Bulk actions: the action bar's select lists those that run on chosen rows; the second step (the
+ * confirmation page, no script needed) asks for a bulk change's fields (a status and a rationale),
+ * then the write chain writes each record and the message tells each one's outcome. Actions that
+ * need no selection (next case) are buttons above the list.
  */
 
 const RESERVED = new Set(['q', 'o', 'p']);
@@ -265,11 +270,23 @@ function ResultsTable({ model, query, result, actions, preferences }: Pick<Chang
 
 function ChangelistBody(props: ChangelistProps) {
   const { model, query, result, error, specs, actions, canAdd, savedFilters, csrfToken } = props;
+  // Actions on chosen rows go in the action bar; those that need no selection are buttons above.
+  const selectionActions = actions.filter((action) => !action.pick);
   const current = changelistQueryString({ ...query, page: 1, order: [] }).slice(1);
   return (
     <>
       <div class="page-head">
         <h1>{capitalize(model.verboseNamePlural)}</h1>
+        {actions.filter((action) => action.pick).map((action) => (
+          <form method="post" action={modelUrl(model)} class="list-action" key={action.name}>
+            <CsrfField token={csrfToken} />
+            <input type="hidden" name="action" value={action.name} />
+            <input type="hidden" name="_changelist_filters" value={changelistQueryString(query).slice(1)} />
+            <button type="submit" title={action.help}>
+              {action.label}
+            </button>
+          </form>
+        ))}
         {canAdd && (
           <a class="button" href={modelUrl(model, 'add/')}>
             Add {model.verboseName}
@@ -291,12 +308,12 @@ function ChangelistBody(props: ChangelistProps) {
             <form method="post" action={modelUrl(model) + changelistQueryString(query)} class="changelist-form">
               <CsrfField token={csrfToken} />
               <input type="hidden" name="_changelist_filters" value={changelistQueryString(query).slice(1)} />
-              {actions.length > 0 && result.rows.length > 0 && (
+              {selectionActions.length > 0 && result.rows.length > 0 && (
                 <div class="actions">
                   <label for="id_action">Action</label>
                   <select name="action" id="id_action" required>
                     <option value="">---------</option>
-                    {actions.map((action) => (
+                    {selectionActions.map((action) => (
                       <option value={action.name} key={action.name}>
                         {action.label}
                       </option>
@@ -308,7 +325,7 @@ function ChangelistBody(props: ChangelistProps) {
                 </div>
               )}
               <Pagination model={model} query={query} result={result} />
-              <ResultsTable {...props} result={result} />
+              <ResultsTable {...props} actions={selectionActions} result={result} />
             </form>
           )}
           {result && result.rows.length > 0 && <Pagination model={model} query={query} result={result} />}
@@ -377,9 +394,114 @@ function changelistReturn(model: BoundModel, form: URLSearchParams): string {
   return modelUrl(model) + (query ? `?${query}` : '');
 }
 
+/** Targets with at most this many records are offered as a select in an action's form; larger ones take a typed id. */
+const SMALL_TARGET = 100;
+
+interface RelationChoices {
+  /** Every record of a small target; null when there are too many to list. */
+  options: { value: string; text: string }[] | null;
+  /** For a large target the user may view: the field's autocomplete URL. */
+  search: string | null;
+}
+
+/** The fields a bulk change asks for, resolved from the model's form. */
+function actionFields(model: BoundModel, action: ActionDeclaration): ResolvedField[] {
+  return (action.change?.fields ?? []).map((name) => model.formFields.find((field) => field.name === name)).filter((field): field is ResolvedField => Boolean(field));
+}
+
+/** The options of an action's relation fields (the assignee): one query per field. */
+async function relationChoices(app: AppContext, model: BoundModel, ctx: Context, fields: ResolvedField[]): Promise<Map<string, RelationChoices>> {
+  const principal = adminState(ctx).principal;
+  const site = app.backoffice.site;
+  const choices = new Map<string, RelationChoices>();
+  for (const field of fields) {
+    if (field.type !== 'fk' || !field.related) continue;
+    const target = site.models.get(field.related)!;
+    const ordering = target.ordering?.[0] ?? target.pk;
+    const rows = (await scopedQuery(app.db, target, principal)
+      .select([...new Set([target.pk, ...target.reprColumns])].map((name) => `t.${name}`))
+      .orderBy(`t.${ordering.replace(/^-/, '')}`, ordering.startsWith('-') ? 'desc' : 'asc')
+      .limit(SMALL_TARGET + 1)) as Row[];
+    if (rows.length <= SMALL_TARGET) choices.set(field.name, { options: rows.map((row) => ({ value: String(row[target.pk]), text: reprFor(site, principal, target, row) })), search: null });
+    else choices.set(field.name, { options: null, search: site.can(principal, target, 'view') ? modelUrl(model, `autocomplete/?field=${encodeURIComponent(field.name)}`) : null });
+  }
+  return choices;
+}
+
+/** One input of an action's form, labelled, with its help and errors. */
+function ActionField({ field, required, value, errors, related }: { field: ResolvedField; required: boolean; value: string; errors?: { message: string }[]; related?: RelationChoices }) {
+  const id = `id_${field.name}`;
+  const help = field.declaration.help;
+  const described = [help ? `${id}_help` : '', errors?.length ? `${id}_errors` : ''].filter(Boolean).join(' ') || undefined;
+  const common = { id, name: field.name, required, 'aria-invalid': errors?.length ? true : undefined, 'aria-describedby': described };
+  let input;
+  if (field.type === 'choice' || (field.type === 'fk' && related?.options)) {
+    const options = field.type === 'choice' ? (field.choices ?? []).map((choice) => ({ value: choice.value, text: choice.label })) : related!.options!;
+    input = (
+      <select {...common}>
+        <option value="">---------</option>
+        {options.map((option) => (
+          <option value={option.value} selected={option.value === value} key={option.value}>
+            {option.text}
+          </option>
+        ))}
+      </select>
+    );
+  } else if (field.type === 'text') {
+    input = <textarea {...common} rows={3} maxLength={field.maxLength ?? undefined}>{value}</textarea>;
+  } else if (field.type === 'decimal' || field.type === 'float' || field.type === 'integer') {
+    input = <input type="number" step={field.type === 'integer' ? '1' : 'any'} {...common} value={value} />;
+  } else if (field.type === 'boolean') {
+    input = <input type="checkbox" {...common} required={false} checked={value === 'on' || value === 'true'} />;
+  } else if (field.type === 'fk') {
+    const listId = `${id}_options`;
+    input = (
+      <>
+        <input type="text" {...common} value={value} autocomplete="off" list={related?.search ? listId : undefined} data-autocomplete={related?.search ?? undefined} placeholder="ID" />
+        {related?.search && <datalist id={listId} />}
+      </>
+    );
+  } else {
+    input = <input type="text" {...common} value={value} maxLength={field.maxLength ?? undefined} />;
+  }
+  return (
+    <div class={`form-row field-${field.name}${errors?.length ? ' has-errors' : ''}`}>
+      <label for={id}>
+        {field.label}
+        {required ? ' (required)' : ''}
+      </label>
+      <div class="field-body">
+        {input}
+        {errors?.length ? (
+          <ul class="errorlist" id={`${id}_errors`} role="alert">
+            {errors.map((problem, index) => (
+              <li key={index}>{problem.message}</li>
+            ))}
+          </ul>
+        ) : null}
+        {help && (
+          <p class="help" id={`${id}_help`}>
+            {help}
+          </p>
+        )}
+      </div>
+    </div>
+  );
+}
+
+/** A bulk change's fields as the action form sent them. */
+function submittedActionInput(fields: ResolvedField[], form: URLSearchParams): Record<string, unknown> {
+  const input: Record<string, unknown> = {};
+  for (const field of fields) input[field.name] = field.type === 'boolean' ? form.get(field.name) === 'on' || form.get(field.name) === 'true' : (form.get(field.name) ?? '');
+  return input;
+}
+
 /**
  * A bulk action: the first POST (from the changelist) shows the confirmation page listing the
- * chosen records; the second (with `post=yes`) runs it through the write chain.
+ * chosen records, with the fields a bulk change asks for; the second (with `post=yes`) runs it
+ * through the write chain. A bulk change whose fields are refused (a missing rationale) comes back
+ * with the errors; each record's outcome is in the message. An action that needs no selection (next
+ * case) runs on the first POST and opens the record it picked.
  */
 export async function postChangelistAction(ctx: Context, app: AppContext): Promise<void> {
   const model = modelFromParams(app, ctx.params);
@@ -400,24 +522,44 @@ export async function postChangelistAction(ctx: Context, app: AppContext): Promi
     await addMessage(app.db, state.session, { level: 'error', text: `Unknown action: ${actionName.slice(0, 100)}.` });
     return ctx.redirect(back);
   }
+  if (action.pick) {
+    try {
+      const result = await runAction(app.backoffice, model, state.principal, action.name, [], { origin: { channel: 'web' } });
+      await addMessage(app.db, state.session, { level: result.level, text: result.message });
+      return ctx.redirect(result.pk ? objectUrl(model, result.pk) : back);
+    } catch (caught) {
+      if (caught instanceof PermissionDenied) forbidden(caught.message);
+      throw caught;
+    }
+  }
   if (!pks.length) {
     await addMessage(app.db, state.session, { level: 'warning', text: 'Items must be selected in order to perform actions on them. No items have been changed.' });
     return ctx.redirect(back);
   }
-  if (form.get('post') !== 'yes') {
+  const fields = actionFields(model, action);
+  const confirmation = async (status: number, errors: FieldErrors) => {
     const rows = (await scopedQuery(app.db, model, state.principal)
       .select([...new Set([model.pk, ...model.reprColumns])].map((name) => `t.${name}`))
       .whereIn(`t.${model.pk}`, pks)) as Row[];
+    const related = await relationChoices(app, model, ctx, fields);
+    const required = new Set(action.change?.required ?? []);
+    const general = Object.entries(errors).filter(([name]) => !fields.some((field) => field.name === name)).flatMap(([, list]) => list);
     return renderPage(
       ctx,
       app,
-      200,
-      'Are you sure?',
+      status,
+      fields.length ? action.label : 'Are you sure?',
       homeCrumbs(model, { label: action.label }),
       <>
-        <h1>Are you sure?</h1>
+        <h1>{fields.length ? action.label : 'Are you sure?'}</h1>
+        {general.length > 0 && (
+          <p class="errornote" role="alert">
+            {general.map((problem) => problem.message).join(' ')}
+          </p>
+        )}
         <p>
           {action.label}: this applies to the following {rows.length === 1 ? model.verboseName : `${rows.length} ${model.verboseNamePlural}`}.
+          {action.change ? ' Each one is written on its own, as if edited alone: one that is refused leaves the others changed.' : ''}
         </p>
         <ul class="object-list">
           {rows.map((row) => (
@@ -426,7 +568,7 @@ export async function postChangelistAction(ctx: Context, app: AppContext): Promi
             </li>
           ))}
         </ul>
-        <form method="post" action={modelUrl(model)}>
+        <form method="post" action={modelUrl(model)} class="action-form change-form">
           <CsrfField token={state.session.csrfToken} />
           <input type="hidden" name="action" value={action.name} />
           <input type="hidden" name="post" value="yes" />
@@ -434,8 +576,24 @@ export async function postChangelistAction(ctx: Context, app: AppContext): Promi
           {rows.map((row) => (
             <input type="hidden" name="_selected_action" value={String(row[model.pk])} key={String(row[model.pk])} />
           ))}
+          {action.help && <p class="help">{action.help}</p>}
+          {fields.length > 0 && (
+            <fieldset class="module">
+              <legend>Values for every chosen {model.verboseName}</legend>
+              {fields.map((field) => (
+                <ActionField
+                  key={field.name}
+                  field={field}
+                  required={required.has(field.name)}
+                  value={form.get('post') === 'yes' ? (form.get(field.name) ?? '') : ''}
+                  errors={errors[field.name]}
+                  related={related.get(field.name)}
+                />
+              ))}
+            </fieldset>
+          )}
           <div class="submit-row">
-            <button type="submit">Yes, I’m sure</button>
+            <button type="submit">{fields.length ? `Apply to ${rows.length === 1 ? `1 ${model.verboseName}` : `${rows.length} ${model.verboseNamePlural}`}` : 'Yes, I’m sure'}</button>
             <a class="button button-secondary" href={back}>
               No, take me back
             </a>
@@ -443,13 +601,17 @@ export async function postChangelistAction(ctx: Context, app: AppContext): Promi
         </form>
       </>,
     );
-  }
+  };
+  if (form.get('post') !== 'yes') return confirmation(200, {});
   try {
-    const message = await runAction(app.backoffice, model, state.principal, action.name, pks);
-    await addMessage(app.db, state.session, { level: message.level, text: message.message });
+    const result = await runAction(app.backoffice, model, state.principal, action.name, pks, { input: submittedActionInput(fields, form), origin: { channel: 'web' } });
+    await addMessage(app.db, state.session, { level: result.level, text: result.message });
   } catch (caught) {
     if (caught instanceof PermissionDenied) forbidden(caught.message);
+    if (caught instanceof ObjectNotFound) throw caught;
     if (!(caught instanceof ValidationFailed)) throw caught;
+    // The action's fields were refused before any record was written: the form again, with the errors.
+    if (action.change) return confirmation(400, caught.errors);
     const text = Object.values(caught.errors).flat().map((problem) => problem.message).join(' ');
     await addMessage(app.db, state.session, { level: 'error', text });
   }

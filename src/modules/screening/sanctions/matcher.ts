@@ -1,5 +1,5 @@
 import type { SanctionEntry, SanctionSchema, SanctionSource } from './importers.ts';
-import { countryToAlpha3, normalizeName, phoneticKeys } from './normalize.ts';
+import { countryToAlpha3, nameForms, particleLength, particleOf, phoneticKeys } from './normalize.ts';
 
 export interface ScreeningQuery {
   name: string;
@@ -77,7 +77,12 @@ const MAX_BONUS = SAME_DATE_BONUS + SAME_NATIONALITY_BONUS;
 /** Query tokens remembered (see SanctionsIndex.queryTokens); the memo starts over when full. */
 const QUERY_TOKEN_MEMO_SIZE = 50_000;
 const NO_NAME = 0x7fffffff;
-/** Buckets of the per-query map from entry to candidate slot: a power of two, at least twice CANDIDATES_SCORED. */
+/**
+ * Candidate slots of a query: one per entry among the names scored, CANDIDATES_SCORED for the
+ * name as written and as many for its joined form (see screen).
+ */
+const SLOTS = 2 * CANDIDATES_SCORED;
+/** Buckets of the per-query map from entry to candidate slot: a power of two, at least twice SLOTS. */
 const ENTRY_BUCKETS = 256;
 /** Names per entry of blockWeight: within a schema names go lightest first, so a block's weights lie close together. */
 const WEIGHT_BLOCK_SHIFT = 6;
@@ -101,8 +106,9 @@ const NAME_INLINE_TOKENS = NAME_STRIDE - NAME_TOKENS;
  * A token's record (PlainSanctionsIndex.tokenRecords): its primary, secondary and prefix key ids
  * (-1 where one repeats another); characterBits of its text; its weight, the inverse document
  * frequency over names, so that common name parts count for less (a Float64 at Float64 index
- * token x TOKEN_STRIDE / 2 + TOKEN_WEIGHT_AT); where its characters start in tokenChars, and
- * how many. Eight numbers, 32 bytes.
+ * token x TOKEN_STRIDE / 2 + TOKEN_WEIGHT_AT); where its characters start in tokenChars; and how
+ * many, with the joinable particle it starts with (normalize.ts particleOf) above them, from bit
+ * PARTICLE_SHIFT on. Eight numbers, 32 bytes.
  */
 const TOKEN_STRIDE = 8;
 const TOKEN_PRIMARY = 0;
@@ -112,6 +118,8 @@ const TOKEN_BITS = 3;
 const TOKEN_WEIGHT_AT = 2;
 const TOKEN_CHARS = 6;
 const TOKEN_LENGTH = 7;
+const PARTICLE_SHIFT = 16;
+const LENGTH_MASK = (1 << PARTICLE_SHIFT) - 1;
 /** An unreadable birth year in entryFacts (years are at most four characters, so never this). */
 const NO_YEAR = -0x80000000;
 
@@ -130,6 +138,14 @@ export type IndexedEntry = Omit<SanctionEntry, 'programs' | 'remarks'>;
  */
 export interface PlainSanctionsIndex {
   entries: IndexedEntry[];
+  /**
+   * Names as the entries list them (different token sets), which token weights are counted over.
+   * The names after them in list order of an entry are the joined forms of its names (normalize.ts
+   * nameForms: "BIN LADEN, Hamza" is also "binladen hamza") where those differ from every name
+   * of the entry: a name written with its particles joined finds them, and one written with them
+   * apart finds names listed joined through its own joined form (see screen).
+   */
+  listedNames: number;
   tokenText: string[];
   /**
    * Per token, TOKEN_STRIDE numbers from token x TOKEN_STRIDE (the TOKEN_* constants): what scoring a
@@ -147,7 +163,7 @@ export interface PlainSanctionsIndex {
    * memory (see nameWeights).
    */
   nameRecords: Int32Array;
-  /** Per name: -1 for the entry's name, otherwise the alias index (read only for a reported match). */
+  /** Per name: -1 for the entry's name, otherwise the alias index (read only for a reported match); a joined form's is its name's. */
   nameAlias: Int32Array;
   /** The tokens of names with more than NAME_INLINE_TOKENS of them, from their record's NAME_TOKENS on. */
   nameOverflow: Int32Array;
@@ -184,6 +200,9 @@ interface QueryToken {
   bits: number;
   /** The text's character codes. */
   chars: Uint16Array;
+  /** The joinable particle it starts with (normalize.ts particleOf), 0 for none, and the particle's length. */
+  particle: number;
+  particleLength: number;
 }
 
 let jaroFlagsA = new Uint8Array(64);
@@ -424,18 +443,18 @@ export class SanctionsIndex {
   private queryStamp = 0;
   private readonly codeIds: Map<string, number>;
   /** Per candidate slot of the current query: its entry, best name of that entry and the name's scores. */
-  private readonly slotEntry = new Int32Array(CANDIDATES_SCORED);
-  private readonly slotName = new Int32Array(CANDIDATES_SCORED);
-  private readonly slotSimilarity = new Float64Array(CANDIDATES_SCORED);
-  private readonly slotPhonetic = new Float64Array(CANDIDATES_SCORED);
-  private readonly slotScore = new Float64Array(CANDIDATES_SCORED);
-  private readonly byNameScore = new Int32Array(CANDIDATES_SCORED);
+  private readonly slotEntry = new Int32Array(SLOTS);
+  private readonly slotName = new Int32Array(SLOTS);
+  private readonly slotSimilarity = new Float64Array(SLOTS);
+  private readonly slotPhonetic = new Float64Array(SLOTS);
+  private readonly slotScore = new Float64Array(SLOTS);
+  private readonly byNameScore = new Int32Array(SLOTS);
 
   private constructor(private readonly data: PlainSanctionsIndex) {
     this.keyIds = new Map(data.keyText.map((key, id) => [key, id]));
     this.tokenIds = new Map(data.tokenText.map((token, id) => [token, id]));
     this.nameWeights = new Float32Array(data.nameRecords.buffer, data.nameRecords.byteOffset, data.nameRecords.length);
-    this.maxTokenWeight = Math.log(1 + Math.max(1, data.nameAlias.length));
+    this.maxTokenWeight = Math.log(1 + Math.max(1, data.listedNames));
     this.tokenWeights = new Float64Array(data.tokenRecords.buffer, data.tokenRecords.byteOffset, data.tokenRecords.length / 2);
     this.pairState = new Int32Array(data.tokenText.length * 2);
     this.codeIds = new Map(data.countryCodes.map((code, id) => [code, id]));
@@ -483,23 +502,46 @@ export class SanctionsIndex {
     const listedEntry: number[] = [];
     const listedAlias: number[] = [];
     const listedTokens: number[][] = [];
+    /** Per listed name: whether it is a joined form (see PlainSanctionsIndex.listedNames). */
+    const listedJoined: boolean[] = [];
+    const list = (entryIndex: number, alias: number, tokens: string[], joined: boolean): void => {
+      listedEntry.push(entryIndex);
+      listedAlias.push(alias);
+      listedTokens.push(tokens.map(tokenId));
+      listedJoined.push(joined);
+    };
     entries.forEach((entry, entryIndex) => {
       const seen = new Set<string>();
+      const joinedForms: { alias: number; tokens: string[] }[] = [];
       [entry.name, ...entry.aliases].forEach((name, position) => {
-        const tokens = normalizeName(name);
+        const { tokens, joined } = nameForms(name);
+        if (joined !== tokens) joinedForms.push({ alias: position - 1, tokens: joined });
         const signature = tokens.join(' ');
         if (tokens.length === 0 || seen.has(signature)) return;
         seen.add(signature);
-        listedEntry.push(entryIndex);
-        listedAlias.push(position - 1);
-        listedTokens.push(tokens.map(tokenId));
+        list(entryIndex, position - 1, tokens, false);
       });
+      for (const { alias, tokens } of joinedForms) {
+        const signature = tokens.join(' ');
+        if (seen.has(signature)) continue;
+        seen.add(signature);
+        list(entryIndex, alias, tokens, true);
+      }
     });
-    // Tokens are unique within a name, so counting occurrences counts names.
+    // Tokens are unique within a name, so counting occurrences counts names. A token's weight
+    // counts the names as listed; a token only joined forms have ("binladen") counts those, as
+    // rare as the word it joins to ("laden") in the names it comes from.
     const nameCount = listedTokens.length;
+    const listedNames = listedJoined.reduce((count, joined) => count + (joined ? 0 : 1), 0);
     const tokenFrequency = new Int32Array(tokenText.length);
-    for (const tokens of listedTokens) for (const token of tokens) tokenFrequency[token]!++;
-    const tokenWeight = Float64Array.from(tokenFrequency, (frequency) => Math.log(1 + nameCount / Math.max(1, frequency)));
+    const joinedFrequency = new Int32Array(tokenText.length);
+    listedTokens.forEach((tokens, listed) => {
+      const frequency = listedJoined[listed] ? joinedFrequency : tokenFrequency;
+      for (const token of tokens) frequency[token]!++;
+    });
+    const tokenWeight = Float64Array.from(tokenFrequency, (frequency, token) =>
+      Math.log(1 + listedNames / Math.max(1, frequency > 0 ? frequency : joinedFrequency[token]!)),
+    );
     const listedWeight = Float64Array.from(listedTokens, (tokens) => tokens.reduce((weight, token) => weight + tokenWeight[token]!, 0));
     const tokenRecords = new Int32Array(tokenText.length * TOKEN_STRIDE);
     const tokenWeights = new Float64Array(tokenRecords.buffer);
@@ -513,7 +555,7 @@ export class SanctionsIndex {
       tokenRecords[record + TOKEN_BITS] = characterBits(token);
       tokenWeights[record / 2 + TOKEN_WEIGHT_AT] = tokenWeight[id]!;
       tokenRecords[record + TOKEN_CHARS] = charsUsed;
-      tokenRecords[record + TOKEN_LENGTH] = token.length;
+      tokenRecords[record + TOKEN_LENGTH] = token.length | (particleOf(token) << PARTICLE_SHIFT);
       for (let i = 0; i < token.length; i++) tokenChars[charsUsed++] = token.charCodeAt(i);
     });
 
@@ -595,6 +637,7 @@ export class SanctionsIndex {
     for (let name = 0; name < nameCount; name++) forEachNameKey(name, (key) => (postings[fill[key]!++] = name));
 
     return new SanctionsIndex({
+      listedNames,
       schemaStart,
       entryFacts: Int32Array.from(entryFacts),
       countryCodes: [...codeIds.keys()],
@@ -643,38 +686,18 @@ export class SanctionsIndex {
   screen(query: ScreeningQuery, options: ScreeningOptions = {}): ScreeningResult {
     const minScore = options.minScore ?? DEFAULT_MIN_SCORE;
     const limit = options.limit ?? DEFAULT_LIMIT;
-    const queryTokens = this.queryTokens(query.name);
-    if (queryTokens.length === 0) return { score: 0, topics: [], matches: [] };
+    const forms = nameForms(query.name);
+    if (forms.tokens.length === 0) return { score: 0, topics: [], matches: [] };
 
-    const candidateCount = this.narrow(queryTokens, query.schema ? SCHEMA_CODES[query.schema] : 0);
-    // Each entry's best-scoring name, in the order entries were first met (that order breaks ties).
-    if (this.queryStamp === 0x7fffffff) {
-      this.pairState.fill(0);
-      this.queryStamp = 0;
-    }
-    this.queryStamp++;
-    this.pairsUsed = 0;
-    const { bucketEntry, bucketSlot, slotEntry, slotName, slotSimilarity, slotPhonetic, slotScore } = this;
-    bucketEntry.fill(0);
-    let slots = 0;
-    for (let candidate = 0; candidate < candidateCount; candidate++) {
-      const name = this.candidates[candidate]!;
-      const nameScore = this.scoreName(queryTokens, name);
-      const entry = this.data.nameRecords[name * NAME_STRIDE + NAME_ENTRY]!;
-      // The entry's bucket: its own, or the empty one where it goes.
-      let bucket = Math.imul(entry, 0x9e3779b1) >>> 24;
-      while (bucketEntry[bucket] !== 0 && bucketEntry[bucket] !== entry + 1) bucket = (bucket + 1) & (ENTRY_BUCKETS - 1);
-      let slot = bucketSlot[bucket]!;
-      if (bucketEntry[bucket] === 0) {
-        bucketEntry[bucket] = entry + 1;
-        slot = bucketSlot[bucket] = slots++;
-      } else if (nameScore <= slotScore[slot]!) continue;
-      slotEntry[slot] = entry;
-      slotName[slot] = name;
-      slotSimilarity[slot] = this.scoredSimilarity;
-      slotPhonetic[slot] = this.scoredPhonetic;
-      slotScore[slot] = nameScore;
-    }
+    // Each entry's best-scoring name, in the order entries were first met (that order breaks ties):
+    // the name as written, then, where it has particles apart ("Hamza bin Laden"), its joined
+    // form, which finds the names listed with them joined ("BINLADEN, Hamza"; the names listed
+    // apart have their joined form in the index, see PlainSanctionsIndex.listedNames).
+    const schema = query.schema ? SCHEMA_CODES[query.schema] : 0;
+    const { slotScore, slotEntry, slotName, slotSimilarity, slotPhonetic } = this;
+    this.bucketEntry.fill(0);
+    let slots = this.scoreCandidates(this.queryTokens(forms.tokens), schema, 0);
+    if (forms.joined !== forms.tokens) slots = this.scoreCandidates(this.queryTokens(forms.joined), schema, slots);
 
     const birthDate = query.birthDate ? (/^\d{4}(?:-\d{2}-\d{2})?/.exec(query.birthDate.trim())?.[0] ?? null) : null;
     const queryYear = birthDate === null ? NaN : Number(birthDate.slice(0, 4));
@@ -746,6 +769,42 @@ export class SanctionsIndex {
   }
 
   /**
+   * Narrows the candidates of the query's tokens and scores them into the entries' slots, of which
+   * `slots` are taken (a new entry takes the next, an entry's slot keeps its best name); returns
+   * how many are taken after.
+   */
+  private scoreCandidates(queryTokens: QueryToken[], schema: number, slots: number): number {
+    const candidateCount = this.narrow(queryTokens, schema);
+    if (this.queryStamp === 0x7fffffff) {
+      this.pairState.fill(0);
+      this.queryStamp = 0;
+    }
+    // The token comparisons remembered (pairSlot) are this token list's.
+    this.queryStamp++;
+    this.pairsUsed = 0;
+    const { bucketEntry, bucketSlot, slotEntry, slotName, slotSimilarity, slotPhonetic, slotScore } = this;
+    for (let candidate = 0; candidate < candidateCount; candidate++) {
+      const name = this.candidates[candidate]!;
+      const nameScore = this.scoreName(queryTokens, name);
+      const entry = this.data.nameRecords[name * NAME_STRIDE + NAME_ENTRY]!;
+      // The entry's bucket: its own, or the empty one where it goes.
+      let bucket = Math.imul(entry, 0x9e3779b1) >>> 24;
+      while (bucketEntry[bucket] !== 0 && bucketEntry[bucket] !== entry + 1) bucket = (bucket + 1) & (ENTRY_BUCKETS - 1);
+      let slot = bucketSlot[bucket]!;
+      if (bucketEntry[bucket] === 0) {
+        bucketEntry[bucket] = entry + 1;
+        slot = bucketSlot[bucket] = slots++;
+      } else if (nameScore <= slotScore[slot]!) continue;
+      slotEntry[slot] = entry;
+      slotName[slot] = name;
+      slotSimilarity[slot] = this.scoredSimilarity;
+      slotPhonetic[slot] = this.scoredPhonetic;
+      slotScore[slot] = nameScore;
+    }
+    return slots;
+  }
+
+  /**
    * Birth date: the same date +8, the same year +5, the closest year one apart -8, further -20;
    * unknown where either side has none. Left in `agreement` and `adjustment`.
    */
@@ -790,8 +849,8 @@ export class SanctionsIndex {
     this.adjustment = -OTHER_NATIONALITY_PENALTY;
   }
 
-  private queryTokens(name: string): QueryToken[] {
-    return normalizeName(name).map((text) => {
+  private queryTokens(texts: string[]): QueryToken[] {
+    return texts.map((text) => {
       let token = this.queryTokenMemo.get(text);
       if (token) return token;
       const [primaryCode, secondaryCode] = phoneticKeys(text);
@@ -806,7 +865,11 @@ export class SanctionsIndex {
         prefix: this.keyIds.get(text.slice(0, PREFIX_KEY_LENGTH)) ?? -1,
         bits: characterBits(text),
         chars: codesOf(text),
+        particle: 0,
+        particleLength: 0,
       };
+      token.particle = particleOf(text);
+      token.particleLength = particleLength(token.particle);
       if (this.queryTokenMemo.size >= QUERY_TOKEN_MEMO_SIZE) this.queryTokenMemo.clear();
       this.queryTokenMemo.set(text, token);
       return token;
@@ -1058,14 +1121,21 @@ export class SanctionsIndex {
     const secondary = tokenRecords[record + TOKEN_SECONDARY]!;
     const bits = tokenRecords[record + TOKEN_BITS]!;
     const charsAt = tokenRecords[record + TOKEN_CHARS]!;
-    const length = tokenRecords[record + TOKEN_LENGTH]!;
+    const length = tokenRecords[record + TOKEN_LENGTH]! & LENGTH_MASK;
+    const particle = tokenRecords[record + TOKEN_LENGTH]! >>> PARTICLE_SHIFT;
     for (let k = 0; k < tokens; k++) {
       const token = queryTokens[k]!;
       const agree = keysAgree(token.primary, token.secondary, primary, secondary < 0 ? primary : secondary);
       this.pairAgree[slot * tokens + k] = agree ? 1 : 0;
       // The same token (ids are per text) is the one comparison that needs no characters read.
+      // Two tokens that start with the same particle are compared after it: "alqaida" and
+      // "alqasim" are as different as "qaida" and "qasim" (the bits of the whole tokens only
+      // loosen the bound, the particle's letters being in both).
+      const skip = token.particle === particle ? token.particleLength : 0;
       this.pairSimilarity[slot * tokens + k] =
-        token.id === candidateToken ? 1 : tokenSimilarity(token.chars, 0, token.chars.length, tokenChars, charsAt, length, agree, token.bits, bits);
+        token.id === candidateToken
+          ? 1
+          : tokenSimilarity(token.chars, skip, token.chars.length - skip, tokenChars, charsAt + skip, length - skip, agree, token.bits, bits);
     }
     pairState[candidateToken * 2] = this.queryStamp;
     pairState[candidateToken * 2 + 1] = slot;

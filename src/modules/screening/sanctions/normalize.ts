@@ -41,6 +41,40 @@ const PARTICLES = new Set([
   'the', 'van', 'von', 'y',
 ]);
 
+/**
+ * Particles that names write apart from the word they belong to or joined to it at will ("BIN
+ * LADEN" and "BINLADEN", "Abdul Rahman" and "Abdulrahman", "Al Qaida" and "Alqaida", "van der
+ * Berg" and "Vanderberg"). A name's joined form (see nameForms) writes each one joined to the
+ * word after it, so that the two writings become the same tokens.
+ */
+export const JOINABLE_PARTICLES: readonly string[] = [
+  'abd', 'abdal', 'abdel', 'abdul', 'abdur', 'abou', 'abu', 'al', 'ben', 'bin', 'bint', 'da', 'das', 'de', 'del',
+  'della', 'den', 'der', 'di', 'dos', 'du', 'el', 'ibn', 'la', 'le', 'van', 'von',
+  // Longest first, so that a token is read with the longest particle it starts with.
+].sort((a, b) => b.length - a.length || (a < b ? -1 : 1));
+const JOINABLE = new Set(JOINABLE_PARTICLES);
+/** Letters a token keeps after its particle for the particle to count as one ("Alan" and "Dean" have none). */
+const MIN_PARTICLE_REST = 3;
+
+/**
+ * The joinable particle a token starts with, as its position in JOINABLE_PARTICLES plus one; 0
+ * when it starts with none, or with one followed by fewer than three letters. "alqaida" and
+ * "alqasim" start with the same particle: the matcher compares what follows it, so that the
+ * shared "al" does not make two different names look alike.
+ */
+export function particleOf(token: string): number {
+  for (let i = 0; i < JOINABLE_PARTICLES.length; i++) {
+    const particle = JOINABLE_PARTICLES[i]!;
+    if (token.length - particle.length >= MIN_PARTICLE_REST && token.startsWith(particle)) return i + 1;
+  }
+  return 0;
+}
+
+/** The length of the particle numbered by particleOf (0 for none). */
+export function particleLength(particle: number): number {
+  return particle === 0 ? 0 : JOINABLE_PARTICLES[particle - 1]!.length;
+}
+
 function tokenize(text: string): string[] {
   return anyAscii(text)
     .toLowerCase()
@@ -59,6 +93,13 @@ function phraseAt(tokens: readonly string[], start: number): number {
   return 0;
 }
 
+/** A name's comparable forms (see normalizeName and nameForms). */
+export interface NameForms {
+  tokens: string[];
+  /** The tokens with each joinable particle joined to the word after it; `tokens` itself when that changes nothing. */
+  joined: string[];
+}
+
 /**
  * The comparable form of a person's or organization's name: ASCII, lower case, without
  * punctuation, legal forms, titles or particles, as a sorted set of tokens so that word order does
@@ -66,8 +107,24 @@ function phraseAt(tokens: readonly string[], start: number): number {
  * A name made only of such words ("Company Limited") keeps them rather than vanishing.
  */
 export function normalizeName(name: string): string[] {
+  return nameForms(name).tokens;
+}
+
+/**
+ * normalizeName's tokens and the name's joined form: the same, except that each joinable
+ * particle is joined to the word after it ("BIN LADEN, Hamza" gives hamza, laden and binladen,
+ * hamza; "van der Berg" gives vanderberg), a particle with no word after it is left out, and
+ * other particles are dropped as before. The two writings of a name, particles apart or
+ * joined, have the same joined form.
+ */
+export function nameForms(name: string): NameForms {
   const tokens = tokenize(name);
   const kept: string[] = [];
+  const joined: string[] = [];
+  // Particles waiting for the word they join, and whether one of them is kept on its own ("abu" is, "al" is not).
+  let pending = '';
+  let pendingKept = false;
+  let joins = false;
   for (let i = 0; i < tokens.length; ) {
     const phraseLength = phraseAt(tokens, i);
     if (phraseLength > 0) {
@@ -75,9 +132,32 @@ export function normalizeName(name: string): string[] {
       continue;
     }
     const token = tokens[i++]!;
-    if (!LEGAL_FORM_WORDS.has(token) && !HONORIFICS.has(token) && !PARTICLES.has(token)) kept.push(token);
+    if (LEGAL_FORM_WORDS.has(token) || HONORIFICS.has(token)) continue;
+    const dropped = PARTICLES.has(token);
+    if (JOINABLE.has(token)) {
+      if (!dropped) kept.push(token);
+      pending += token;
+      pendingKept ||= !dropped;
+      joins = true;
+      continue;
+    }
+    if (dropped) {
+      pending = '';
+      pendingKept = false;
+      continue;
+    }
+    kept.push(token);
+    joined.push(pending + token);
+    pending = '';
+    pendingKept = false;
   }
-  return [...new Set(kept.length > 0 ? kept : tokens)].sort();
+  // Particles with no word after them: those a name keeps stay ("KHAN, Abdul"), the others go.
+  if (pendingKept) joined.push(pending);
+  const sorted = [...new Set(kept.length > 0 ? kept : tokens)].sort();
+  if (!joins || joined.length === 0) return { tokens: sorted, joined: sorted };
+  const sortedJoined = [...new Set(joined)].sort();
+  const same = sortedJoined.length === sorted.length && sortedJoined.every((token, i) => token === sorted[i]);
+  return { tokens: sorted, joined: same ? sorted : sortedJoined };
 }
 
 /**

@@ -1,0 +1,145 @@
+import type { Knex } from 'knex';
+import { mayName, visibleRow } from '../backoffice/access.ts';
+import type { AdminSite } from '../backoffice/site.ts';
+import type { BoundModel, Row } from '../backoffice/registry.ts';
+import type { Principal } from '../staff/principal.ts';
+import { formatTimestamp } from '../../timestamps.ts';
+
+/**
+ * The evidence an officer weighs beside a case's form: the customer with its risk scores and KYC
+ * status, and the alerted records (amount, currency, date, counterparty) with the rules they
+ * matched, by name, with the score each contributed. The case page draws it; the mobile detail
+ * carries it as its `evidence` block. Each part only for a viewer who may view its model; values
+ * through the access core (visibleRow), so a hidden or redacted field stays so here.
+ */
+
+/** Alerts shown with their records: the newest; the alert list has the rest. */
+export const EVIDENCE_ALERTS = 200;
+
+export interface LabelledValue {
+  name: string;
+  label: string;
+  value: string;
+}
+
+export interface EvidenceRecord {
+  alert: { pk: string; kind: string; decision: string; score: number; status: string; raised_at: string };
+  record: { model: string; pk: string; ref: string | null; fields: LabelledValue[] } | null;
+  rules: { code: string; name: string | null; score: number | null; decision: string | null }[];
+}
+
+export interface CaseEvidence {
+  customer: { pk: string; repr: string; fields: LabelledValue[] } | null;
+  kyc: { pk: string; status: string; flow: string; created_at: string }[] | null;
+  records: EvidenceRecord[] | null;
+  alerts_total: number;
+}
+
+const CUSTOMER_FIELDS = ['customer_ref', 'customer_type', 'first_name', 'last_name', 'company_name', 'birth_date', 'nationality', 'country', 'status',
+  'score', 'decision', 'sanction_score', 'sanction_topic', 'ip_address_score', 'email_risk_score'];
+const FINANCIAL_FIELDS = ['transaction_ref', 'event_slug', 'amount', 'currency', 'io_type', 'event_date', 'payment_method', 'source_provider', 'source_ref',
+  'source_address', 'destination_provider', 'destination_ref', 'destination_address', 'country', 'status', 'score', 'decision'];
+const NON_FINANCIAL_FIELDS = ['transaction_ref', 'event_slug', 'event_date', 'ip_address', 'country', 'score', 'decision'];
+const RECORDS: Readonly<Record<string, { model: string; table: string; fields: string[] }>> = {
+  financial: { model: 'transaction.financialevent', table: 'financial_transactions', fields: FINANCIAL_FIELDS },
+  non_financial: { model: 'transaction.nonfinancialevent', table: 'non_financial_events', fields: NON_FINANCIAL_FIELDS },
+  customer: { model: 'customer.customer', table: 'customers', fields: ['customer_ref', 'score', 'decision', 'sanction_score'] },
+};
+
+/** A stored value as text, with the field's choice label where it has one; empty values left out by the caller. */
+function valueText(model: BoundModel, name: string, value: unknown): string {
+  const field = model.formFields.find((candidate) => candidate.name === name);
+  const choice = field?.choices?.find((candidate) => candidate.value === String(value));
+  if (choice) return choice.label;
+  if (Array.isArray(value)) return value.join(', ');
+  if (value instanceof Date) return formatTimestamp(value);
+  if (typeof value === 'string' && /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}/.test(value)) return formatTimestamp(new Date(value));
+  if (typeof value === 'boolean') return value ? 'Yes' : 'No';
+  return String(value);
+}
+
+/** The named fields of a row the viewer may read, labelled, empty ones left out. */
+function labelled(site: AdminSite, principal: Principal, model: BoundModel, row: Row, names: readonly string[]): LabelledValue[] {
+  const visible = visibleRow(site, principal, model, row);
+  const fields: LabelledValue[] = [];
+  for (const name of names) {
+    const value = visible[name];
+    if (value === null || value === undefined || value === '' || (Array.isArray(value) && !value.length)) continue;
+    const label = model.formFields.find((field) => field.name === name)?.label ?? name;
+    fields.push({ name, label, value: valueText(model, name, value) });
+  }
+  return fields;
+}
+
+export async function caseEvidence(db: Knex, site: AdminSite, principal: Principal, caseRow: Row): Promise<CaseEvidence> {
+  const customers = site.models.get('customer.customer')!;
+  const sessions = site.models.get('document.documentverificationsession');
+  const showCustomer = mayName(site, principal, customers.key);
+  const showAlerts = mayName(site, principal, 'engine.alert');
+  const [customer, alerts, total] = await Promise.all([
+    showCustomer ? (db('customers').where('id', String(caseRow.customer_id)).first() as Promise<Row | undefined>) : Promise.resolve(undefined),
+    showAlerts
+      ? (db('alerts').where('case_id', String(caseRow.id)).orderBy('created_at', 'desc').orderBy('id', 'desc').limit(EVIDENCE_ALERTS)
+          .select('id', 'target', 'record_id', 'record_ref', 'log_id', 'kind', 'score', 'decision', 'rule_codes', 'status', 'created_at') as Promise<Row[]>)
+      : Promise.resolve([] as Row[]),
+    showAlerts ? db('alerts').where('case_id', String(caseRow.id)).count<{ count: string }[]>('* as count').then((rows) => Number(rows[0]!.count)) : Promise.resolve(0),
+  ]);
+  const kyc =
+    customer && sessions && site.can(principal, sessions, 'view')
+      ? ((await db('verification_sessions').where('customer_ref', String(customer.customer_ref)).orderBy('created_at', 'desc').limit(5).select('id', 'status', 'flow_code', 'created_at')) as Row[]).map((session) => ({
+          pk: String(session.id),
+          status: valueText(sessions, 'status', session.status),
+          flow: String(session.flow_code),
+          created_at: formatTimestamp(session.created_at as Date),
+        }))
+      : null;
+  return {
+    customer: customer ? { pk: String(customer.id), repr: customers.repr(customer), fields: labelled(site, principal, customers, customer, CUSTOMER_FIELDS) } : null,
+    kyc,
+    records: showAlerts ? await alertedRecords(db, site, principal, alerts) : null,
+    alerts_total: total,
+  };
+}
+
+/** The alerts' records and matched rules: one statement per record table and one for the logs and rules, whatever the number of alerts. */
+async function alertedRecords(db: Knex, site: AdminSite, principal: Principal, alerts: readonly Row[]): Promise<EvidenceRecord[]> {
+  const byTarget = new Map<string, string[]>();
+  for (const alert of alerts) byTarget.set(String(alert.target), [...(byTarget.get(String(alert.target)) ?? []), String(alert.record_id)]);
+  const records = new Map<string, Row>();
+  await Promise.all(
+    [...byTarget].map(async ([target, ids]) => {
+      const spec = RECORDS[target];
+      if (!spec || !mayName(site, principal, spec.model)) return;
+      const rows = (await db(spec.table).whereIn('id', [...new Set(ids)]).select('id', ...spec.fields)) as Row[];
+      for (const row of rows) records.set(`${target}:${String(row.id)}`, row);
+    }),
+  );
+  const logIds = [...new Set(alerts.map((alert) => alert.log_id).filter((id): id is string => typeof id === 'string'))];
+  const logs = logIds.length ? ((await db('execution_logs').whereIn('id', logIds).select('id', 'matched_rules')) as Row[]) : [];
+  const matched = new Map(logs.map((log) => [String(log.id), (log.matched_rules as { code: string; score: number; decision: string | null }[]) ?? []]));
+  const codes = new Set<string>();
+  for (const alert of alerts) for (const code of (alert.rule_codes as string[]) ?? []) codes.add(code);
+  const names = codes.size ? new Map(((await db('rules').whereIn('code', [...codes]).select('code', 'name')) as Row[]).map((rule) => [String(rule.code), String(rule.name)])) : new Map<string, string>();
+  return alerts.map((alert) => {
+    const target = String(alert.target);
+    const spec = RECORDS[target];
+    const row = records.get(`${target}:${String(alert.record_id)}`);
+    const model = spec ? site.models.get(spec.model) : undefined;
+    const contributions = typeof alert.log_id === 'string' ? matched.get(alert.log_id) : undefined;
+    return {
+      alert: {
+        pk: String(alert.id),
+        kind: String(alert.kind),
+        decision: String(alert.decision),
+        score: Number(alert.score),
+        status: String(alert.status),
+        raised_at: formatTimestamp(alert.created_at as Date),
+      },
+      record: row && model ? { model: model.key, pk: String(row.id), ref: (alert.record_ref as string | null) ?? null, fields: labelled(site, principal, model, row, spec!.fields) } : null,
+      rules: ((alert.rule_codes as string[]) ?? []).map((code) => {
+        const contribution = contributions?.find((rule) => rule.code === code);
+        return { code, name: names.get(code) ?? null, score: contribution ? Number(contribution.score) : null, decision: contribution?.decision ?? null };
+      }),
+    };
+  });
+}
