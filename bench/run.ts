@@ -3,6 +3,7 @@
  * each to its section of bench/RESULTS.md.
  */
 import { benchBackoffice } from './backoffice.ts';
+import { benchCasePage } from './case-page.ts';
 import { benchDashboard } from './dashboard.ts';
 import { benchLiveSocket } from './live-socket.ts';
 import { benchIngest } from './ingest.ts';
@@ -20,6 +21,7 @@ const BENCHMARKS: Record<string, () => Promise<void>> = {
   soak: benchSoak,
   vision: benchVision,
   backoffice: benchBackoffice,
+  'case-page': benchCasePage,
   'mobile-identity': benchMobileIdentity,
   'live-socket': benchLiveSocket,
   dashboard: benchDashboard,

@@ -69,7 +69,8 @@ export function joinedVariant(name: string): string | null {
   for (let i = 1; i < parts.length; i += 2) {
     const separator = parts[i]!;
     const next = parts[i + 1]!;
-    if (PARTICLES.includes(plain(parts[i - 1]!)) && next !== '' && /^[\s-]+$/.test(separator)) {
+    // Not into an initial or abbreviation ("S.A. de C.V." stays), nor into a word the matcher leaves out (a legal form, a title).
+    if (PARTICLES.includes(plain(parts[i - 1]!)) && next.length > 1 && /^[\s-]+$/.test(separator) && normalizeName(`x ${next}`).length > 1) {
       out += next;
       changed = true;
     } else out += separator + next;
@@ -85,7 +86,10 @@ export function splitVariant(name: string): string | null {
     const word = parts[i]!;
     const lower = plain(word);
     if (PARTICLES.includes(lower)) continue;
-    const particle = BY_LENGTH.find((p) => lower.startsWith(p) && /^[a-z]+$/.test(lower) && lower.length - p.length >= MIN_REST);
+    // Not where the rest is a particle itself ("Laden" is not split into "La Den"): that reads as two particles.
+    const particle = BY_LENGTH.find(
+      (p) => lower.startsWith(p) && /^[a-z]+$/.test(lower) && lower.length - p.length >= MIN_REST && !PARTICLES.includes(lower.slice(p.length)),
+    );
     if (!particle) continue;
     parts[i] = `${word.slice(0, particle.length)} ${word.slice(particle.length)}`;
     changed = true;
@@ -128,6 +132,40 @@ export interface RecallFigures {
   ofacPerQuery: number[];
   syntheticPerQuery: number[];
   syntheticBuildMs: number;
+}
+
+/**
+ * Names not on the list (their normalized form is no listed name's), screened as persons: a listed
+ * person's given names with another listed person's surname, of any surname, of a surname with a
+ * particle as listed and with its particles joined; and the synthetic names of
+ * bench/generate-sanctions.ts.
+ */
+export function falseHitProbes(entries: SanctionEntry[]): { kind: string; names: string[] }[] {
+  const listedSignatures = new Set<string>();
+  for (const entry of entries) for (const name of [entry.name, ...entry.aliases]) listedSignatures.add(normalizeName(name).join(' '));
+  const unlisted = (name: string) => !listedSignatures.has(normalizeName(name).join(' '));
+  const people = entries.filter((entry) => entry.schema === 'person' && /^[^,]+, [^,]+$/.test(entry.name));
+  const next = random(36);
+  const pick = <T>(items: readonly T[]): T => items[Math.floor(next() * items.length)]!;
+  const withParticle = people.filter((entry) => joinedVariant(entry.name.split(', ')[0]!) !== null);
+  const probes: { kind: string; names: string[] }[] = [];
+  for (const { kind, surnames, join } of [
+    { kind: 'recombined listed names', surnames: people, join: false },
+    { kind: 'recombined, surname with a particle', surnames: withParticle, join: false },
+    { kind: 'recombined, surname with a particle joined', surnames: withParticle, join: true },
+  ]) {
+    const names: string[] = [];
+    for (let tries = 0; names.length < FALSE_HIT_PROBES && tries < FALSE_HIT_PROBES * 3; tries++) {
+      const given = pick(people).name.split(', ')[1]!;
+      const listedSurname = pick(surnames).name.split(', ')[0]!;
+      const surname = join ? (joinedVariant(listedSurname) ?? listedSurname) : listedSurname;
+      if (unlisted(`${given} ${surname}`) && unlisted(`${given} ${listedSurname}`)) names.push(`${given} ${surname}`);
+    }
+    probes.push({ kind, names });
+  }
+  const synthetic = generateSanctionEntries(SYNTHETIC_PROBES * 2, 36).filter((entry) => entry.schema === 'person').slice(0, SYNTHETIC_PROBES);
+  probes.push({ kind: 'synthetic names (bench/generate-sanctions.ts)', names: synthetic.map((entry) => entry.name).filter(unlisted) });
+  return probes;
 }
 
 /** Its own entry's score among the result's matches (0 when not reported). */
@@ -177,28 +215,10 @@ export function recallFigures(Index: IndexClass, entries: SanctionEntry[], optio
   }
   for (const figures of [joined, split]) figures.meanChange /= Math.max(1, figures.names);
 
-  // Names not on the list: a person's given names with another person's surname.
-  const listedSignatures = new Set<string>();
-  for (const entry of entries) for (const name of [entry.name, ...entry.aliases]) listedSignatures.add(normalizeName(name).join(' '));
-  const people = entries.filter((entry) => entry.schema === 'person' && /^[^,]+, [^,]+$/.test(entry.name));
-  const next = random(36);
-  const pick = <T>(items: readonly T[]): T => items[Math.floor(next() * items.length)]!;
-  const withParticle = people.filter((entry) => joinedVariant(entry.name.split(', ')[0]!) !== null);
-  const probeKinds = [
-    { kind: 'recombined listed names', surnames: people, join: false },
-    { kind: 'recombined, surname with a particle', surnames: withParticle, join: false },
-    { kind: 'recombined, surname with a particle joined', surnames: withParticle, join: true },
-  ];
   const falseHits: RecallFigures['falseHits'] = [];
-  for (const { kind, surnames, join } of probeKinds) {
-    const figures = { kind, probes: 0, hits: 0, examples: [] as string[] };
-    for (let tries = 0; figures.probes < FALSE_HIT_PROBES && tries < FALSE_HIT_PROBES * 3; tries++) {
-      const given = pick(people).name.split(', ')[1]!;
-      const listedSurname = pick(surnames).name.split(', ')[0]!;
-      const surname = join ? (joinedVariant(listedSurname) ?? listedSurname) : listedSurname;
-      const name = `${given} ${surname}`;
-      if (listedSignatures.has(normalizeName(name).join(' ')) || listedSignatures.has(normalizeName(`${given} ${listedSurname}`).join(' '))) continue;
-      figures.probes++;
+  for (const { kind, names } of falseHitProbes(entries)) {
+    const figures = { kind, probes: names.length, hits: 0, examples: [] as string[] };
+    for (const name of names) {
       const result = index.screen({ name, schema: 'person' });
       if (result.score >= THRESHOLD) {
         figures.hits++;
@@ -207,18 +227,6 @@ export function recallFigures(Index: IndexClass, entries: SanctionEntry[], optio
     }
     falseHits.push(figures);
   }
-  const synthetic = generateSanctionEntries(SYNTHETIC_PROBES * 2, 36).filter((entry) => entry.schema === 'person').slice(0, SYNTHETIC_PROBES);
-  const syntheticFigures = { kind: 'synthetic names (bench/generate-sanctions.ts)', probes: 0, hits: 0, examples: [] as string[] };
-  for (const entry of synthetic) {
-    if (listedSignatures.has(normalizeName(entry.name).join(' '))) continue;
-    syntheticFigures.probes++;
-    const result = index.screen({ name: entry.name, schema: 'person' });
-    if (result.score >= THRESHOLD) {
-      syntheticFigures.hits++;
-      if (syntheticFigures.examples.length < 4) syntheticFigures.examples.push(`${entry.name} -> ${result.matches[0]!.matched_name} (${result.score})`);
-    }
-  }
-  falseHits.push(syntheticFigures);
 
   // The ingestion bench's workload: its generated list and 2000 names, one thread.
   const syntheticPerQuery: number[] = [];

@@ -8,7 +8,8 @@ import { AdminSite } from '../modules/backoffice/site.ts';
 import { alertAdmin, caseAdmin, caseNoteAdmin, complianceDecisionAdmin } from '../modules/cases/admin.ts';
 import { caseWorkBlocks } from '../modules/cases/blocks.ts';
 import { caseWorkbenchBlocks } from '../modules/cases/workbench.ts';
-import { CaseWorkbenchSections } from '../modules/cases/workbench-web.tsx';
+import { caseQueueBlocks, caseQueueSection } from '../modules/cases/queue.ts';
+import { CaseEvidenceSection, CaseTimelineSection } from '../modules/cases/workbench-web.tsx';
 import { CaseWorkSections, CaseWorkTopSections } from '../modules/cases/web.tsx';
 import { customerAdmin } from '../modules/customer/admin.ts';
 import { eventAdmin } from '../modules/events/admin.ts';
@@ -18,7 +19,9 @@ import { deviceAdmin } from '../modules/mobile/admin.ts';
 import { notificationAdmin } from '../modules/notifications/admin.ts';
 import { reportAdmin, reportResultAdmin } from '../modules/reports/admin.ts';
 import { executionLogAdmin, ruleAdmin } from '../modules/rules/admin.ts';
-import { sanctionEntryAdmin } from '../modules/screening/admin.ts';
+import { sanctionEntryAdmin, screeningHitAdmin } from '../modules/screening/admin.ts';
+import { screeningHitBlocks } from '../modules/screening/blocks.ts';
+import { ScreeningHitSection } from '../modules/screening/web.tsx';
 import { groupAdmin, userAdmin } from '../modules/staff/admin.ts';
 import { financialEventAdmin, nonFinancialEventAdmin } from '../modules/transaction/admin.ts';
 
@@ -39,6 +42,7 @@ export const REGISTRATIONS: readonly ModelRegistration[] = [
   ruleAdmin,
   eventAdmin,
   sanctionEntryAdmin,
+  screeningHitAdmin,
   flowAdmin,
   verificationSessionAdmin,
   artifactAdmin,
@@ -63,8 +67,16 @@ export function permissionCodenames(): string[] {
 /** The site of every registration, bound to a database (the service binds it once at start-up). */
 export function bindAdminSite(db: Knex): Promise<AdminSite> {
   return AdminSite.bind(db, REGISTRATIONS, {
-    detailBlocks: [caseWorkBlocks, caseWorkbenchBlocks, approvalBlocks],
-    // Case work above the record's form (matched rules, the decision form, the context); the approval request's below it.
-    detailSections: [{ position: 'top', component: CaseWorkTopSections }, { position: 'bottom', component: CaseWorkSections }, CaseWorkbenchSections],
+    detailBlocks: [caseWorkBlocks, caseWorkbenchBlocks, caseQueueBlocks, approvalBlocks, screeningHitBlocks],
+    // Above a record's form the work done on it (take, matched rules, the decision form, the context,
+    // a case's evidence and screening hits); below it the approval request and a case's timeline.
+    detailSections: [
+      caseQueueSection,
+      { position: 'top', component: CaseWorkTopSections },
+      { position: 'top', component: CaseEvidenceSection },
+      { position: 'top', component: ScreeningHitSection },
+      { position: 'bottom', component: CaseWorkSections },
+      { position: 'bottom', component: CaseTimelineSection },
+    ],
   });
 }

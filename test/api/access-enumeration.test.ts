@@ -156,6 +156,10 @@ test.before(async () => {
   const closed = await mobile(root, 'PATCH', `${DATA}engine/watchlist/${caseId}/`, { status: 'closed', rationale: 'enumeration', clear_decision: 'ACCEPT' });
   if (closed.status !== 200) throw new Error(`closure: ${closed.status} ${closed.text}`);
 
+  // A note on the case (engine.casenote).
+  const noted = await mobile(root, 'POST', `${DATA}engine/casenote/`, { case_id: caseId, body: 'Note Zeta' });
+  if (noted.status !== 201) throw new Error(`note: ${noted.status} ${noted.text}`);
+
   // A pending approval request on the customer, made by the maker (a superuser's pending list shows it).
   await setApprovalPolicies(db, { model: 'customer.customer', operations: ['change'], signerGroup: 'signers-zeta' });
   const customerId = String((await db('customers').where({ customer_ref: 'enum-cust-1' }).first('id')).id);
@@ -624,7 +628,7 @@ test.serial("a related record of a model the user may not view is not named to t
       Boolean(await db(`${source.table} as t`).whereRaw('t::text like ?', [`%${value.replace(/[\\%_]/g, (character) => `\\${character}`)}%`]).first(db.raw('1')));
     // The scored transaction's own reference to its customer, in the decision context the rules saw.
     if (SCORED_CONTEXT.has(source.key)) names.splice(0, names.length, ...names.filter((value) => value !== related.customer_ref));
-    const searched = relation.target === null ? names : (await Promise.all(names.map(async (value) => ((await own(value)) ? null : value)))).filter((value): value is string => value !== null);
+    const searched = (await Promise.all(names.map(async (value) => ((await own(value)) ? null : value)))).filter((value): value is string => value !== null);
     const mentions = (face: string, text: string, html: boolean) => {
       for (const value of searched) {
         const written = html ? escapeHtml(value) : JSON.stringify(value).slice(1, -1);

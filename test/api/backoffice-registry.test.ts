@@ -72,7 +72,7 @@ test('every model of the issue is registered, with view/add/change/delete permis
     'admin.logentry', 'approval.approvalpolicy', 'approval.approvalrequest', 'approval.pendingapprovalrequest', 'auth.group', 'auth.user',
     'customer.customer', 'document.artifact', 'document.documentverificationsession', 'document.flow', 'engine.alert', 'engine.compliancedecision',
     'engine.event', 'engine.executionlog', 'engine.rule', 'engine.watchlist', 'merchant.credential', 'mobile.device', 'notification.notification',
-    'report.report', 'report.reportresult', 'screening.sanctionentry', 'transaction.financialevent', 'transaction.nonfinancialevent',
+    'report.report', 'report.reportresult', 'screening.sanctionentry', 'screening.screeninghit', 'transaction.financialevent', 'transaction.nonfinancialevent',
   ]);
   t.true(permissionCodenames().includes('transaction.view_financialevent'));
   t.true(permissionCodenames().includes('engine.change_watchlist'));

@@ -294,6 +294,15 @@ test('example rules: a sanctioned customer is rejected whatever the amount', (t)
   t.is(result.decision, 'REJECT');
 });
 
+test('example rules: a PEP customer is not rejected for the match; a large transaction of theirs is reviewed', (t) => {
+  const pep = { sanction_score: 96, sanction_topic: ['pep'] };
+  t.like(evaluateOne(exampleRules, exampleInput({ amount: 10 }, {}, pep)), { decision: 'ACCEPT', score: 0 });
+  const large = evaluateOne(exampleRules, exampleInput({ amount: 12000 }, {}, pep));
+  t.true(codes(large).includes('PEP_LARGE_TRANSACTION'));
+  t.false(codes(large).includes('SANCTIONS_HIT_TRANSACTION'));
+  t.not(large.decision, 'REJECT');
+});
+
 test('example rules: structuring and new-customer patterns add up', (t) => {
   const single = evaluateOne(exampleRules, exampleInput({ amount: 9500 }));
   t.true(codes(single).includes('STRUCTURING_JUST_BELOW_10K'));
@@ -342,7 +351,11 @@ test('example rules: customer onboarding screens sanctions, PEPs, countries, e-m
   t.deepEqual(codes(onboarding({})), []);
   t.like(onboarding({ sanction_score: 85 }), { decision: 'REJECT', score: 100 });
   t.like(onboarding({ sanction_score: 70 }), { decision: 'REVIEW' });
-  t.like(onboarding({ sanction_score: 90, sanction_topic: ['pep'] }), { decision: 'REJECT' });
+  // A PEP is reviewed, never refused for the match alone, however close; a sanctions match beside it still refuses.
+  t.like(onboarding({ sanction_score: 90, sanction_topic: ['pep'] }), { decision: 'REVIEW', score: 30 });
+  t.deepEqual(codes(onboarding({ sanction_score: 90, sanction_topic: ['pep'] })), ['PEP_CUSTOMER']);
+  t.like(onboarding({ sanction_score: 90, sanction_topic: ['pep', 'sanction'] }), { decision: 'REJECT' });
+  t.like(onboarding({ sanction_score: 90, sanction_topic: ['sanction'] }), { decision: 'REJECT', score: 100 });
   t.like(onboarding({ sanction_score: 40, sanction_topic: ['pep'] }), { decision: 'REVIEW', score: 30 });
   t.deepEqual(codes(onboarding({ country: 'irn' })), ['HIGH_RISK_JURISDICTION_CUSTOMER']);
   const risky = onboarding({ nationality: 'PRK', email_risk_score: 90, ip_address_score: 95 });

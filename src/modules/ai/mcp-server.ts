@@ -8,7 +8,7 @@ import { UnauthorizedError } from '../../http/errors.ts';
 import { readJsonBody } from '../../http/json-body.ts';
 import { ALIAS, getRow, inlineBlocks, listRows, QueryError, scopedQuery, validPk, type InlineBlock } from '../backoffice/query.ts';
 import type { BoundModel, Row } from '../backoffice/registry.ts';
-import type { AdminSite } from '../backoffice/site.ts';
+import { detailBlocks, type AdminSite } from '../backoffice/site.ts';
 import { visibleRow } from '../backoffice/access.ts';
 import { saveObject, type WriteOrigin } from '../backoffice/write.ts';
 import { ChainError, PermissionDenied, ValidationFailed } from '../backoffice/errors.ts';
@@ -146,6 +146,8 @@ function buildServer(app: AppContext, principal: Principal): McpServer {
           address: panelAddress(model, args.pk),
           case: visibleRow(site, principal, model, row),
           case_blocks: blocks(site, principal, await inlineBlocks(site, app.db, model, principal, row)),
+          // The case page's own blocks (timeline with rationales and notes, evidence), as this principal may see them.
+          case_detail: await detailBlocks(app.db, site, model, row, principal),
           customer: customer && customerModel ? visibleRow(site, principal, customerModel, customer) : null,
           customer_blocks: related,
         };

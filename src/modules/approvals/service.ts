@@ -506,6 +506,13 @@ export async function processRequest(app: AppContext, principal: Principal, requ
 
 /** The detail blocks of approval requests (the approval block) and the pending marker of every other record. */
 export const approvalBlocks: DetailBlockProvider = {
+  describes: (model) =>
+    model.table === 'approval_requests'
+      ? [{ name: 'approval', label: 'Approval request', description: 'The request with its typed diff, signatures, replay evidence and the action open to the viewer (see the spec\'s approval block).' }]
+      : [
+          { name: 'pending_approval', label: 'Pending approval', description: 'Whether a change to this record waits for approval (it cannot be changed until then).' },
+          { name: 'approval_request', label: 'Approval request', description: 'The pk of that request, or null.' },
+        ],
   async blocks({ db, site, model, row, principal }) {
     if (model.table === 'approval_requests') return { approval: await approvalBlock({ db, site }, principal, row as unknown as RequestRow) };
     const pending = await pendingRequestFor(db, model.key, String(row[model.pk]));

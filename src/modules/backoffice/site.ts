@@ -257,9 +257,9 @@ export interface SiteExtensions {
   /**
    * Sections of the web change page drawn from those blocks: each placed above the record's form
    * (`top`: the work done on the record, such as its decision form and matched rules) or below it
-   * (`bottom`, after the inlines). A bare component is a bottom section.
+   * (`bottom`, after the inlines).
    */
-  detailSections: readonly (PlacedDetailSection | DetailSection)[];
+  detailSections: readonly PlacedDetailSection[];
 }
 
 export type DetailSectionPosition = 'top' | 'bottom';
@@ -270,12 +270,14 @@ export interface PlacedDetailSection {
   component: DetailSection;
 }
 
-/** What a web detail section is given: the record, its detail blocks, and the form token. */
+/** What a web detail section is given: the record, its detail blocks, the form token, and how the viewer reads dates. */
 export interface DetailSectionProps {
   model: BoundModel;
   pk: string;
   blocks: Record<string, unknown>;
   csrfToken: string;
+  /** The viewer's time zone and date and time formats (the user row). */
+  preferences: { timezone: string; date_format: string; time_format: string; show_today: boolean };
 }
 
 /** A preact function component; typed loosely here so the generic half needs no JSX. */
@@ -283,12 +285,10 @@ export type DetailSection = (props: DetailSectionProps) => unknown;
 
 /** The extra blocks of one record's detail, merged, for the mobile detail and the web change page alike. */
 export async function detailBlocks(db: Knex, site: AdminSite, model: BoundModel, row: Row, principal: Principal): Promise<Record<string, unknown>> {
-  const blocks: Record<string, unknown> = {};
-  for (const provider of site.extensions.detailBlocks) {
-    if (provider.models && !provider.models.includes(model.key)) continue;
-    Object.assign(blocks, await provider.blocks({ db, site, model, row, principal }));
-  }
-  return blocks;
+  // The providers read independently: asked at once, merged in their listed order.
+  const providers = site.extensions.detailBlocks.filter((provider) => !provider.models || provider.models.includes(model.key));
+  const parts = await Promise.all(providers.map((provider) => provider.blocks({ db, site, model, row, principal })));
+  return Object.assign({}, ...parts) as Record<string, unknown>;
 }
 
 /**
@@ -300,7 +300,7 @@ export interface DetailBlockProvider {
   /** The model keys (app_label.model) it adds to; absent means every model. */
   models?: readonly string[];
   /** What the mobile schema says of the blocks it adds (name, label, the shape of its value). */
-  describes?: readonly BlockDescription[];
+  describes?: readonly BlockDescription[] | ((model: BoundModel) => readonly BlockDescription[]);
   blocks(context: DetailBlockContext): Promise<Record<string, unknown>>;
 }
 
@@ -312,7 +312,9 @@ export interface BlockDescription {
 
 /** The blocks a model's detail carries, as the mobile schema describes them. */
 export function describedBlocks(site: AdminSite, model: BoundModel): BlockDescription[] {
-  return site.extensions.detailBlocks.filter((provider) => !provider.models || provider.models.includes(model.key)).flatMap((provider) => provider.describes ?? []);
+  return site.extensions.detailBlocks
+    .filter((provider) => !provider.models || provider.models.includes(model.key))
+    .flatMap((provider) => (typeof provider.describes === 'function' ? provider.describes(model) : (provider.describes ?? [])));
 }
 
 export interface DetailBlockContext {

@@ -197,9 +197,16 @@ const DESCRIPTIONS: readonly BlockDescription[] = [
   },
 ];
 
+/** Which of the blocks each model's detail carries. */
+function blocksOf(modelKey: string): readonly string[] {
+  if (modelKey === 'engine.alert') return ['data_context', 'matched_rules', 'record_mark', 'decisions'];
+  if (modelKey === 'engine.executionlog') return ['data_context', 'matched_rules', 'mark', 'decisions'];
+  return DECISION_TARGETS[modelKey] ? ['matched_rules', 'mark', 'decisions'] : [];
+}
+
 export const caseWorkBlocks: DetailBlockProvider = {
   models: ['engine.alert', ...Object.keys(DECISION_TARGETS)],
-  describes: DESCRIPTIONS,
+  describes: (model) => DESCRIPTIONS.filter((description) => blocksOf(model.key).includes(description.name)),
   async blocks({ db, site, model, row, principal }) {
     const blocks: Record<string, unknown> = {};
     const context = model.key === 'engine.alert' ? await decisionContextOfLog(db, row.log_id as string | null) : model.key === 'engine.executionlog' ? decisionContextOf(row.data_context) : undefined;

@@ -13,8 +13,8 @@ import { formatTimestamp } from '../../timestamps.ts';
  * through the access core (visibleRow), so a hidden or redacted field stays so here.
  */
 
-/** Alerts shown with their records: the newest; the alert list has the rest. */
-export const EVIDENCE_ALERTS = 200;
+/** Alerts shown with their records: the newest 50 (a page of evidence to read, not a list to scroll); the alerts inline and the timeline have the rest. */
+export const EVIDENCE_ALERTS = 50;
 
 export interface LabelledValue {
   name: string;

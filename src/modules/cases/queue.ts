@@ -11,7 +11,7 @@ import { canObject, httpErrorOf } from '../backoffice/access.ts';
 import { ChainError, ObjectNotFound, PendingApprovalConflict, PermissionDenied, ValidationFailed } from '../backoffice/errors.ts';
 import { getRow, scopedQuery, validPk } from '../backoffice/query.ts';
 import type { ActionChange, ActionDeclaration, BoundModel, FieldErrors, PickContext, PickResult, Row } from '../backoffice/registry.ts';
-import type { DetailBlockProvider, DetailSectionProps } from '../backoffice/site.ts';
+import type { DetailBlockProvider, DetailSectionProps, PlacedDetailSection } from '../backoffice/site.ts';
 import { actionValues, applyChange, refusalText, type WriteChain, type WriteOrigin, type WriteOutcome } from '../backoffice/write.ts';
 import { adminState, forbidden, modelUrl, notFound, objectUrl } from '../backoffice/web/common.tsx';
 import { CsrfField } from '../backoffice/web/layout.tsx';
@@ -182,6 +182,14 @@ export const ALERT_ACTIONS: ActionDeclaration[] = [
  */
 export const caseQueueBlocks: DetailBlockProvider = {
   models: [CASE_MODEL],
+  describes: [
+    {
+      name: 'queue',
+      label: 'Queue',
+      description:
+        '{assignee_id (null when unassigned), assigned_to_me, can_take (whether the viewer may take it: change permission, open, nobody else holds it), take_endpoint (POST, no body)}. The next case: POST data/engine/watchlist/next/.',
+    },
+  ],
   async blocks({ site, model, row, principal }) {
     const assignee = row.assignee_id === null || row.assignee_id === undefined ? null : String(row.assignee_id);
     const mayChange = canObject(site, principal, model, 'change', row);
@@ -196,7 +204,7 @@ export const caseQueueBlocks: DetailBlockProvider = {
   },
 };
 
-/** The case page's take button, drawn from the queue block (a web detail section). */
+/** The case page's take button, drawn from the queue block (a web detail section, above the form). */
 export function CaseQueueSection({ model, pk, blocks, csrfToken }: DetailSectionProps) {
   const queue = blocks.queue as { can_take: boolean; assigned_to_me: boolean } | undefined;
   if (!queue || model.key !== CASE_MODEL) return null;
@@ -209,6 +217,9 @@ export function CaseQueueSection({ model, pk, blocks, csrfToken }: DetailSection
     h('button', { type: 'submit' }, 'Take this case'),
   );
 }
+
+/** The take button placed on the case page, for the composition root's detailSections. */
+export const caseQueueSection: PlacedDetailSection = { position: 'top', component: CaseQueueSection };
 
 /** A chain refusal on a web page: 403 and 404 pages; anything the user can fix becomes an error message. */
 async function webRefusal(ctx: Context, app: AppContext, model: BoundModel, pk: string | null, error: unknown): Promise<void> {
@@ -278,7 +289,15 @@ export function registerCaseQueueRoutes(router: Router, app: AppContext, docs: O
     }
   });
 
-  router.post(`${MOBILE_PREFIX}data/engine/watchlist/:pk/take/`, authenticated, async (ctx) => {
+  router.post(`${MOBILE_PREFIX}data/engine/watchlist/:pk/take/`, async (ctx, next) => {
+    // data/<app>/<model>/actions/take/ is the generic actions endpoint (mobile/data.ts), not a case's pk.
+    if (ctx.params.pk === 'actions') return next();
+    return authenticated(ctx, async () => {
+      await takeRoute(ctx);
+    });
+  });
+
+  const takeRoute = async (ctx: Context) => {
     const principal = principalOf(ctx);
     const pk = ctx.params.pk!;
     try {
@@ -293,7 +312,7 @@ export function registerCaseQueueRoutes(router: Router, app: AppContext, docs: O
     } catch (error) {
       throw httpErrorOf(error);
     }
-  });
+  };
 
   documentCaseQueue(docs);
 }

@@ -327,7 +327,8 @@ function EarlierDecisions({ decisions }: { decisions: DecisionsBlock }) {
       <ul>
         {decisions.rows.map((decision) => (
           <li key={decision.id}>
-            <DecisionBadge decision={decision.decision} /> score {score(decision.score)} by {decision.actor}, {decision.created_at.replace('T', ' ')} UTC: {decision.description}
+            <DecisionBadge decision={decision.decision} />
+            {decision.score === null ? '' : ` score ${score(decision.score)}`} by {decision.actor}, {decision.created_at.replace('T', ' ')} UTC: {decision.description}
             {decision.attachments.length > 0 && (
               <ul class="casework-attachments" aria-label="Attachments">
                 {decision.attachments.map((attachment, index) => (
@@ -636,7 +637,9 @@ export function registerCaseWorkUploads(router: Router, app: AppContext): void {
         return await sendErrorPage(ctx, 403, `CSRF verification failed. Request aborted. CSRF token ${token ? 'incorrect' : 'missing'}.`);
       }
       back = backTo(body.fields.next, back);
-      const outcome = await decide(app, model, state.principal, ctx.params.pk!, formFields(Object.entries(body.fields)), body.files, { channel: 'web' });
+      // A file input left empty is sent as a part with no name and no bytes: no attachment.
+      const files = body.files.filter((file) => file.filename !== '' || file.size > 0);
+      const outcome = await decide(app, model, state.principal, ctx.params.pk!, formFields(Object.entries(body.fields)), files, { channel: 'web' });
       await addMessage(app.db, state.session, { level: 'success', text: decisionMessage(outcome) });
       ctx.redirect(back);
     } catch (caught) {

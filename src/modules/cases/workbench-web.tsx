@@ -199,16 +199,17 @@ function TimelineSection({ pk, timeline, csrfToken, canNote, preferences }: { pk
   );
 }
 
-/** The workbench sections of a case's change page (a site extension, drawn from the case's detail blocks). */
-export function CaseWorkbenchSections({ model, pk, blocks, csrfToken, preferences }: DetailSectionProps & { preferences?: DatePreferences }) {
+/** The evidence above a case's form (a site extension, drawn from the case's `evidence` block). */
+export function CaseEvidenceSection({ model, blocks }: DetailSectionProps) {
+  if (model.key !== CASE_MODEL || !blocks.evidence) return null;
+  return <EvidenceSection evidence={blocks.evidence as CaseEvidence} />;
+}
+
+/** The timeline below a case's form, with the note form (from the case's `timeline` block). */
+export function CaseTimelineSection({ model, pk, blocks, csrfToken, preferences }: DetailSectionProps) {
   if (model.key !== CASE_MODEL || !blocks.timeline) return null;
   const timeline = blocks.timeline as TimelinePage & { can_note: boolean };
-  return (
-    <div class="workbench">
-      {blocks.evidence ? <EvidenceSection evidence={blocks.evidence as CaseEvidence} /> : null}
-      <TimelineSection pk={pk} timeline={timeline} csrfToken={csrfToken} canNote={timeline.can_note} preferences={preferences} />
-    </div>
-  );
+  return <TimelineSection pk={pk} timeline={timeline} csrfToken={csrfToken} canNote={timeline.can_note} preferences={preferences} />;
 }
 
 /** The case a workbench path names, for a viewer who may view cases (403) and this one (404). */

@@ -1,5 +1,5 @@
 import type { AppContext } from '../../context.ts';
-import { queryPrepared } from '../../db/knex.ts';
+import { queryPrepared, retryOnConflict } from '../../db/knex.ts';
 import type { Actor } from '../../actor.ts';
 import { runBatch, sentText, skippedResult, type BatchPlan, type ValidRecord } from '../records/batch.ts';
 import type { BatchTrace } from '../records/trace.ts';
@@ -92,14 +92,14 @@ function hasMatches(screening: CustomerScreening | null | undefined): boolean {
  * Drops from the screenings (by position in `subjects`) the matches an officer marked false
  * positive whose fingerprint still holds, and recomputes their sanction_score and sanction_topic
  * (screening/hits.ts). Only screenings with matches of customers that may be stored are looked
- * at, in one statement; a batch with none pays nothing.
+ * at, in one statement; a batch with none pays nothing. Returns whether it looked.
  */
-async function dropDismissed(app: AppContext, subjects: Accepted[], screenings: CustomerScreening[], mayBeStored: (item: Accepted) => boolean): Promise<void> {
+async function dropDismissed(app: AppContext, subjects: Accepted[], screenings: CustomerScreening[], mayBeStored: (item: Accepted) => boolean): Promise<boolean> {
   const positions: number[] = [];
   screenings.forEach((screening, position) => {
     if (hasMatches(screening) && mayBeStored(subjects[position]!)) positions.push(position);
   });
-  if (!positions.length) return;
+  if (!positions.length) return false;
   const matches = new Map(positions.map((position) => [position, JSON.parse(screenings[position]!.sanction_matches.text) as ScreeningMatch[]]));
   const dismissed = await dismissedMatches(
     app.db,
@@ -112,6 +112,7 @@ async function dropDismissed(app: AppContext, subjects: Accepted[], screenings: 
     const { score, topics } = sanctionSummary(kept);
     screenings[position] = { ...screenings[position]!, sanction_score: score, sanction_topic: topics, sanction_matches: new JsonText(JSON.stringify(kept)) };
   }
+  return true;
 }
 
 /**
@@ -193,8 +194,9 @@ function customerPlan(app: AppContext, matched: StoredMatches[]): BatchPlan<Acce
           }),
       );
       trace?.mark('screening');
-      if (screenings.some(hasMatches)) {
-        await dropDismissed(app, screened.map((position) => stored[position]!), screenings, mayBeStored);
+      // (A batch without a match goes past with one look at each screening.)
+      if (screenings.some(hasMatches) && (await dropDismissed(app, screened.map((position) => stored[position]!), screenings, mayBeStored))) {
+        if (trace) trace.roundTrips += 1;
         trace?.mark('dismissed matches');
       }
       advance(screened.length, screenings);
@@ -242,7 +244,7 @@ export async function upsertCustomers(app: AppContext, inputs: Record<string, un
   const matched: StoredMatches[] = [];
   const results = await runBatch(app, customerPlan(app, matched), inputs, actor, trace);
   if (matched.length) {
-    await upsertHits(app.db, matched);
+    await retryOnConflict(() => upsertHits(app.db, matched));
     if (trace) trace.roundTrips += 1;
     trace?.mark('screening hits');
   }

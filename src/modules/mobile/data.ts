@@ -23,10 +23,11 @@ import {
 import { detailBlocks } from '../backoffice/site.ts';
 import type { AdminSite } from '../backoffice/site.ts';
 import type { BoundModel, ResolvedField, Row } from '../backoffice/registry.ts';
-import { deleteObject, loadRelations, saveObject, type WriteOutcome } from '../backoffice/write.ts';
+import { deleteObject, loadRelations, MAX_ACTION_RECORDS, runAction, saveObject, type ActionResult, type RecordOutcome, type WriteOutcome } from '../backoffice/write.ts';
 import type { Principal } from '../staff/principal.ts';
 import { acceptOnly, documentRoutes, invalidParameter, positiveInteger, singleParameter } from './parameters.ts';
 import {
+  capitalize,
   cellValue,
   columnOf,
   listCells,
@@ -302,6 +303,72 @@ async function answerWrite(ctx: Context, db: Knex, model: BoundModel, outcome: W
   respond(ctx, WRITE_MESSAGES[outcome.status], data, outcome.status === 'created' ? 201 : 200);
 }
 
+/** An action's body: `pks` (the chosen records; none for an action that needs no selection) and `fields` (a bulk change's values). */
+function actionBody(body: Record<string, unknown>): { pks: string[]; fields: unknown } {
+  const errors: Record<string, { message: string; code: string }[]> = {};
+  const pks = body.pks ?? [];
+  if (!Array.isArray(pks) || pks.length > MAX_ACTION_RECORDS || !pks.every((pk) => typeof pk === 'string' || (typeof pk === 'number' && Number.isInteger(pk)))) {
+    errors.pks = [{ message: `pks must be a list of at most ${MAX_ACTION_RECORDS} record keys.`, code: 'invalid_list' }];
+  }
+  const fields = body.fields ?? {};
+  if (typeof fields !== 'object' || fields === null || Array.isArray(fields)) errors.fields = [{ message: 'fields must be a JSON object of the action\'s fields.', code: 'invalid' }];
+  const unknown = Object.keys(body).filter((key) => key !== 'pks' && key !== 'fields');
+  if (unknown.length) errors[unknown[0]!.slice(0, 100)] = [{ message: 'Unknown key: send pks and fields.', code: 'unknown' }];
+  if (Object.keys(errors).length) throw new HttpError(400, 'Validation failed.', 'validation_failed', { errors, warnings: [] });
+  return { pks: (pks as unknown[]).map(String), fields };
+}
+
+const REFUSAL_STATUS: Readonly<Record<string, number>> = { validation_failed: 400, permission_denied: 403, not_found: 404, pending_approval: 409 };
+
+/** Each record's outcome of a bulk change, as the spec's JSON names them. */
+function actionResults(outcomes: RecordOutcome[]) {
+  return outcomes.map((outcome) => ({
+    pk: outcome.pk,
+    repr: outcome.repr,
+    status: outcome.status,
+    reason: outcome.reason ?? null,
+    message: outcome.message ?? null,
+    errors: outcome.errors ?? null,
+    approval_request_id: outcome.approvalRequestId ?? null,
+  }));
+}
+
+/**
+ * The answer of an action. A bulk change answers 200 when any record was written or submitted
+ * for approval, with every record's outcome in data.results; when every record was refused it is
+ * an error of their common kind (400, 403, 404 or 409; 400 action_refused when they differ), still
+ * with data.results. A list-level action (next case) answers the record it opened.
+ */
+async function answerAction(ctx: Context, site: AdminSite, db: Knex, principal: Principal, model: BoundModel, result: ActionResult): Promise<void> {
+  const messages = [{ level: result.level, message: result.message }];
+  if (result.outcomes) {
+    const results = actionResults(result.outcomes);
+    const counts = { updated: 0, pending: 0, refused: 0 };
+    for (const outcome of result.outcomes) counts[outcome.status]++;
+    if (!counts.updated && !counts.pending) {
+      const reasons = [...new Set(result.outcomes.map((outcome) => outcome.reason ?? 'action_refused'))];
+      const reason = reasons.length === 1 && REFUSAL_STATUS[reasons[0]!] ? reasons[0]! : 'action_refused';
+      throw new HttpError(REFUSAL_STATUS[reason] ?? 400, result.message, reason, { messages, results, counts });
+    }
+    respond(ctx, result.message, { level: result.level, messages, results, counts, pending_approval: counts.pending > 0 });
+    return;
+  }
+  if (result.pk !== undefined) {
+    const pending = Boolean(result.approvalRequestId);
+    const row = result.pk && !pending ? await getRow(db, model, principal, result.pk) : undefined;
+    respond(ctx, result.message, {
+      level: result.level,
+      messages,
+      pk: result.pk,
+      object: row ? await recordDetail(site, db, principal, model, row, false) : null,
+      pending_approval: pending,
+      approval_request_id: result.approvalRequestId ?? null,
+    }, pending ? 202 : 200);
+    return;
+  }
+  respond(ctx, result.message, { level: result.level, messages, results: null });
+}
+
 /** The autocomplete endpoint only reads (a detail path whose pk is "autocomplete" is that endpoint too). */
 function refuseAutocompleteWrite(ctx: Context): never {
   ctx.set('Allow', 'GET, HEAD');
@@ -373,6 +440,18 @@ export function registerDataRoutes(router: Router, app: AppContext, authenticate
     });
   }
 
+  // A bulk action (the schema's actions): its fields in the JSON body, through runAction and so the write chain.
+  router.post(path('data/:app/:model/actions/:action/'), authenticated, async (ctx) => {
+    const principal = principalOf(ctx);
+    const model = registeredModel(site(), ctx.params.app!, ctx.params.model!);
+    requireView(site(), principal, model);
+    const action = (model.actions ?? []).find((candidate) => candidate.name === ctx.params.action);
+    if (!action) throw new HttpError(404, `${capitalize(model.verboseNamePlural)} have no action ${ctx.params.action!.slice(0, 100)}.`, 'not_found');
+    const { pks, fields } = actionBody(await readJsonObject(ctx, DATA_BODY_LIMIT_BYTES));
+    const result = await runAction(app.backoffice, model, principal, action.name, pks, { input: fields, origin }).catch(chainError);
+    await answerAction(ctx, site(), app.db, principal, model, result);
+  });
+
   router.delete(path('data/:app/:model/:pk/'), authenticated, async (ctx) => {
     if (ctx.params.pk === 'autocomplete') refuseAutocompleteWrite(ctx);
     const model = detailModel(ctx, site());
@@ -381,6 +460,7 @@ export function registerDataRoutes(router: Router, app: AppContext, authenticate
   });
 
   const form = z.record(z.string(), z.unknown());
+  const ACTION_BODY = z.object({ pks: z.array(z.string()).max(MAX_ACTION_RECORDS).optional(), fields: z.record(z.string(), z.unknown()).optional() });
   const writeErrors = { 400: 'Malformed JSON or Validation failed. (data.errors, data.warnings)', 403: 'Forbidden as on the web', 404: 'Model or record not found', 409: 'A change is already pending approval for this record' };
   documentRoutes(docs, path, [
     ['get', 'data/{app}/{model}/', 'Paginated list: p, q, o, page_size (max 200), fields and the schema\'s filter parameters', null, {
@@ -394,5 +474,11 @@ export function registerDataRoutes(router: Router, app: AppContext, authenticate
     ['patch', 'data/{app}/{model}/{pk}/', 'Partial update: only the sent fields change', form, writeErrors],
     ['put', 'data/{app}/{model}/{pk}/', 'Full update', form, writeErrors],
     ['delete', 'data/{app}/{model}/{pk}/', 'Delete', null, { 403: 'Forbidden as on the web', 404: 'Model or record not found', 409: 'Pending approval' }],
+    ['post', 'data/{app}/{model}/actions/{action}/', 'Run a bulk action of the schema: pks (chosen records; none for one that needs no selection) and fields (a bulk change\'s values, described in the schema\'s actions[].fields). A bulk change writes each record through the write chain on its own: data.results has each one\'s status (updated, pending, refused with reason and errors), data.counts; a list-level action answers data.pk and data.object (202 when submitted for approval)', ACTION_BODY, {
+      400: 'Malformed body; the action\'s fields refused before any write (data.errors); every record refused for different reasons (action_refused, data.results)',
+      403: 'No view permission, not allowed to run the action, or every record refused for permission',
+      404: 'Model not registered or no such action; every chosen record not found',
+      409: 'Every chosen record has a change pending approval',
+    }],
   ]);
 }

@@ -8,7 +8,7 @@ import { HttpError } from '../../http/errors.ts';
 import { canRunAction, isHidden, objectPerms, visibleFields } from '../backoffice/access.ts';
 import { columnKind, columnLabel, columnSortable, filterSpecs, getRow, MAX_PAGE_SIZE } from '../backoffice/query.ts';
 import { describedBlocks, type AdminSite } from '../backoffice/site.ts';
-import type { BoundModel, ResolvedField, Row } from '../backoffice/registry.ts';
+import type { ActionDeclaration, BoundModel, ResolvedField, Row } from '../backoffice/registry.ts';
 import { loadRelations } from '../backoffice/write.ts';
 import type { Principal } from '../staff/principal.ts';
 import { capitalize, dataEndpoint, endpoints, modelNotFound, modelReference, rawValue } from './present.ts';
@@ -128,7 +128,34 @@ function formFieldSchema(site: AdminSite, model: BoundModel, field: ResolvedFiel
   return schema;
 }
 
-/** Whether the user may run an action: an operation on the model or a custom codename. */
+/**
+ * An action as the client offers it: name, label, allowed, as in v1 (informational: code run on
+ * the chosen records, all or nothing). A bulk change or a list-level action adds what the client
+ * needs to run it: `kind` change (`fields` are form fields, filled once for all chosen records,
+ * each record then written through the write chain on its own; `fixed` the values it writes
+ * besides) or pick (no selection: next case), `selection` whether it needs chosen records,
+ * `help_text`, and `endpoint`, where to POST {pks, fields}.
+ */
+function actionSchema(site: AdminSite, principal: Principal, model: BoundModel, action: ActionDeclaration) {
+  const allowed = canRunAction(site, principal, model, action);
+  if (!action.change && !action.pick) return { name: action.name, label: action.label, allowed };
+  const required = new Set(action.change?.required ?? []);
+  const fields = (action.change?.fields ?? []).flatMap((name) => {
+    const field = model.formFields.find((candidate) => candidate.name === name);
+    return field ? [{ ...formFieldSchema(site, model, field, allowed, null), required: required.has(name) }] : [];
+  });
+  return {
+    name: action.name,
+    label: action.label,
+    allowed,
+    kind: action.pick ? 'pick' : 'change',
+    selection: !action.pick,
+    help_text: action.help ?? '',
+    fields,
+    ...(action.change?.fixed ? { fixed: Object.fromEntries(Object.entries(action.change.fixed).map(([name, value]) => [name, rawValue(model, name, value)])) } : {}),
+    endpoint: `${dataEndpoint(model)}actions/${action.name}/`,
+  };
+}
 
 const OBJECT_ID_MAX = 500;
 
@@ -196,7 +223,7 @@ export async function modelSchema(site: AdminSite, db: Knex, principal: Principa
       if (!site.can(principal, target, 'view')) return [];
       return [{ model: modelReference(target), label: inline.label ?? target.verboseNamePlural, fk: inline.fk, perms: site.perms(principal, target), endpoints: endpoints(target) }];
     }),
-    actions: (model.actions ?? []).map((action) => ({ name: action.name, label: action.label, allowed: canRunAction(site, principal, model, action) })),
+    actions: (model.actions ?? []).map((action) => actionSchema(site, principal, model, action)),
   };
 }
 

@@ -92,23 +92,24 @@ export const screeningHitAdmin: ModelRegistration = {
     status: { choices: HIT_STATUS_CHOICES },
     rationale: { virtual: true, type: 'text', required: false, help: 'Required when the status changes: why the match is confirmed, a false positive, or open again.' },
     review_rationale: { label: 'Rationale of the last review' },
-    reviewed_by_id: { related: 'auth.user', label: 'Reviewed by' },
+    // Who reviewed reads as their username (their id is kept beside it): an officer may not view staff users.
+    reviewed_by: { label: 'Reviewed by' },
     first_seen_at: { label: 'First seen' },
     last_seen_at: { label: 'Last seen' },
     fingerprint: { hidden: true },
   },
   form: [
     'customer_id', 'status', 'rationale', 'source', 'source_id', 'entry_id', 'entry_name', 'matched_name', 'similarity', 'birth_date_agreement',
-    'nationality_agreement', 'topics', 'features', 'review_rationale', 'reviewed_by_id', 'reviewed_at', 'first_seen_at', 'last_seen_at',
+    'nationality_agreement', 'topics', 'features', 'review_rationale', 'reviewed_by', 'reviewed_at', 'first_seen_at', 'last_seen_at',
   ],
   fieldsets: [
     { title: null, fields: ['customer_id', 'status', 'rationale'] },
     { title: 'Match', fields: ['source', 'source_id', 'entry_id', 'entry_name', 'matched_name', 'similarity', 'birth_date_agreement', 'nationality_agreement', 'topics', 'features'] },
-    { title: 'Review', fields: ['review_rationale', 'reviewed_by_id', 'reviewed_at', 'first_seen_at', 'last_seen_at'] },
+    { title: 'Review', fields: ['review_rationale', 'reviewed_by', 'reviewed_at', 'first_seen_at', 'last_seen_at'] },
   ],
   readonly: [
     'customer_id', 'source', 'source_id', 'entry_id', 'entry_name', 'matched_name', 'similarity', 'birth_date_agreement', 'nationality_agreement',
-    'topics', 'features', 'review_rationale', 'reviewed_by_id', 'reviewed_at', 'first_seen_at', 'last_seen_at',
+    'topics', 'features', 'review_rationale', 'reviewed_by', 'reviewed_at', 'first_seen_at', 'last_seen_at',
   ],
   disabled: { add: true, delete: true },
   hooks: {

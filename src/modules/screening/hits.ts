@@ -132,8 +132,8 @@ const UPSERT_HITS = `
   select distinct on (c.customer_id, m.source, m.source_id)
     c.customer_id, m.source, m.source_id, e.id, m.name, m.matched_name, m.score,
     coalesce(m.features->>'birth_date', 'unknown'), coalesce(m.features->>'nationality', 'unknown'), coalesce(m.features, '{}'), coalesce(m.topics, '{}')
-  from json_to_recordset(?::json) as c(customer_id uuid, matches json)
-  cross join lateral json_to_recordset(c.matches) as m(source text, source_id text, name text, matched_name text, score numeric, topics text[], features jsonb)
+  from jsonb_to_recordset(?::jsonb) as c(customer_id uuid, matches jsonb)
+  cross join lateral jsonb_to_recordset(c.matches) as m(source text, source_id text, name text, matched_name text, score numeric, topics text[], features jsonb)
   left join sanction_entries e on e.source = m.source and e.source_id = m.source_id
   order by c.customer_id, m.source, m.source_id, m.score desc
   on conflict (customer_id, source, source_id) do update set

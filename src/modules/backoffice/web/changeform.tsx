@@ -568,10 +568,9 @@ export async function renderObjectPage(ctx: Context, app: AppContext, model: Bou
  */
 async function detailSections(app: AppContext, model: BoundModel, pk: string, row: Row, principal: Principal, csrfToken: string) {
   const site = app.backoffice.site;
-  const props: DetailSectionProps = { model, pk, blocks: await detailBlocks(app.db, site, model, row, principal), csrfToken };
-  const placed = site.extensions.detailSections.map((entry) => (typeof entry === 'function' ? { position: 'bottom' as DetailSectionPosition, component: entry } : entry));
+  const props: DetailSectionProps = { model, pk, blocks: await detailBlocks(app.db, site, model, row, principal), csrfToken, preferences: principal.user };
   const render = (position: DetailSectionPosition) =>
-    placed
+    site.extensions.detailSections
       .filter((entry) => entry.position === position)
       .map((entry, index) => {
         const Section = entry.component as FunctionComponent<DetailSectionProps>;

@@ -3,7 +3,7 @@ import type { AppContext } from '../../../context.ts';
 import { columnKind, columnLabel, columnSortable, filterSpecs, listRows, QueryError, scopedQuery, validPk, type FilterSpec, type ListResult } from '../query.ts';
 import type { ActionDeclaration, BoundModel, FieldErrors, ResolvedField, Row } from '../registry.ts';
 import { reprFor, runnableActions } from '../access.ts';
-import { ObjectNotFound, PermissionDenied, ValidationFailed } from '../errors.ts';
+import { PermissionDenied, ValidationFailed } from '../errors.ts';
 import { runAction } from '../write.ts';
 import {
   adminState,
@@ -473,11 +473,13 @@ function ActionField({ field, required, value, errors, related }: { field: Resol
       <div class="field-body">
         {input}
         {errors?.length ? (
-          <ul class="errorlist" id={`${id}_errors`} role="alert">
-            {errors.map((problem, index) => (
-              <li key={index}>{problem.message}</li>
-            ))}
-          </ul>
+          <div id={`${id}_errors`} role="alert">
+            <ul class="errorlist">
+              {errors.map((problem, index) => (
+                <li key={index}>{problem.message}</li>
+              ))}
+            </ul>
+          </div>
         ) : null}
         {help && (
           <p class="help" id={`${id}_help`}>
@@ -608,7 +610,6 @@ export async function postChangelistAction(ctx: Context, app: AppContext): Promi
     await addMessage(app.db, state.session, { level: result.level, text: result.message });
   } catch (caught) {
     if (caught instanceof PermissionDenied) forbidden(caught.message);
-    if (caught instanceof ObjectNotFound) throw caught;
     if (!(caught instanceof ValidationFailed)) throw caught;
     // The action's fields were refused before any record was written: the form again, with the errors.
     if (action.change) return confirmation(400, caught.errors);

@@ -1,5 +1,5 @@
 import type { SanctionEntry, SanctionSchema, SanctionSource } from './importers.ts';
-import { countryToAlpha3, nameForms, particleLength, particleOf, phoneticKeys } from './normalize.ts';
+import { countryToAlpha3, JOIN_MARK, joinedParts, nameForms, phoneticKeys, tokenParticle } from './normalize.ts';
 
 export interface ScreeningQuery {
   name: string;
@@ -52,6 +52,14 @@ const DEFAULT_MIN_SCORE = 70;
 const DEFAULT_LIMIT = 10;
 /** Names fully scored per query: the narrowing ranks by shared rare tokens, Jaro-Winkler decides. */
 const CANDIDATES_SCORED = 64;
+/**
+ * Joined forms of names (see PlainSanctionsIndex.schemaStart) fully scored besides, for a query
+ * with a token that starts with a particle: they have a narrowing of their own, so that they
+ * never crowd out the names as listed.
+ */
+const JOINED_CANDIDATES = 16;
+/** Candidate slots of a query: one per entry, for the name as written and for its joined form (see screen). */
+const SLOTS = 2 * (CANDIDATES_SCORED + JOINED_CANDIDATES);
 /** Characters of a token that form its prefix key, catching spellings Double Metaphone hears differently (Kakolele, Kakorere). */
 const PREFIX_KEY_LENGTH = 4;
 /** Token pairs less alike than this are different words, not spellings of one word. */
@@ -59,6 +67,8 @@ const MIN_TOKEN_SIMILARITY = 0.8;
 /** Tokens that do not sound alike must be spelled closer still: "Kakolele" and "Kakorere" are, "Maria" and "Martha" are not. */
 const MIN_SPELLING_SIMILARITY = 0.88;
 const SHORT_TOKEN_LENGTH = 3;
+/** Letters a token of a name as written keeps after a joined token's particles for it to be read with them ("alqasim" with "al|qaida"'s, "ali" not). */
+const MIN_WORD_LENGTH = 3;
 /** Share of a token's weight that a name earns in the narrowing when it only sounds alike. */
 const SOUND_ALIKE_CREDIT = 0.6;
 /** An initial ("M.") stands for any name with that first letter, with less certainty than the name itself. */
@@ -77,13 +87,9 @@ const MAX_BONUS = SAME_DATE_BONUS + SAME_NATIONALITY_BONUS;
 /** Query tokens remembered (see SanctionsIndex.queryTokens); the memo starts over when full. */
 const QUERY_TOKEN_MEMO_SIZE = 50_000;
 const NO_NAME = 0x7fffffff;
-/**
- * Candidate slots of a query: one per entry among the names scored, CANDIDATES_SCORED for the
- * name as written and as many for its joined form (see screen).
- */
-const SLOTS = 2 * CANDIDATES_SCORED;
 /** Buckets of the per-query map from entry to candidate slot: a power of two, at least twice SLOTS. */
-const ENTRY_BUCKETS = 256;
+const ENTRY_BUCKET_BITS = 9;
+const ENTRY_BUCKETS = 1 << ENTRY_BUCKET_BITS;
 /** Names per entry of blockWeight: within a schema names go lightest first, so a block's weights lie close together. */
 const WEIGHT_BLOCK_SHIFT = 6;
 /**
@@ -106,9 +112,10 @@ const NAME_INLINE_TOKENS = NAME_STRIDE - NAME_TOKENS;
  * A token's record (PlainSanctionsIndex.tokenRecords): its primary, secondary and prefix key ids
  * (-1 where one repeats another); characterBits of its text; its weight, the inverse document
  * frequency over names, so that common name parts count for less (a Float64 at Float64 index
- * token x TOKEN_STRIDE / 2 + TOKEN_WEIGHT_AT); where its characters start in tokenChars; and how
- * many, with the joinable particle it starts with (normalize.ts particleOf) above them, from bit
- * PARTICLE_SHIFT on. Eight numbers, 32 bytes.
+ * token x TOKEN_STRIDE / 2 + TOKEN_WEIGHT_AT); where its characters start in tokenChars, and
+ * how many (the letters without JOIN_MARK), with above them the length and kind of its particles
+ * (normalize.ts tokenParticle) and JOINED_TOKEN for a token of a joined form made by joining
+ * particles to a word. Eight numbers, 32 bytes.
  */
 const TOKEN_STRIDE = 8;
 const TOKEN_PRIMARY = 0;
@@ -120,6 +127,10 @@ const TOKEN_CHARS = 6;
 const TOKEN_LENGTH = 7;
 const PARTICLE_SHIFT = 16;
 const LENGTH_MASK = (1 << PARTICLE_SHIFT) - 1;
+const PARTICLE_MASK = 0x3f;
+const KIND_SHIFT = 22;
+const KIND_MASK = 0x7;
+const JOINED_TOKEN = 1 << 25;
 /** An unreadable birth year in entryFacts (years are at most four characters, so never this). */
 const NO_YEAR = -0x80000000;
 
@@ -138,14 +149,6 @@ export type IndexedEntry = Omit<SanctionEntry, 'programs' | 'remarks'>;
  */
 export interface PlainSanctionsIndex {
   entries: IndexedEntry[];
-  /**
-   * Names as the entries list them (different token sets), which token weights are counted over.
-   * The names after them in list order of an entry are the joined forms of its names (normalize.ts
-   * nameForms: "BIN LADEN, Hamza" is also "binladen hamza") where those differ from every name
-   * of the entry: a name written with its particles joined finds them, and one written with them
-   * apart finds names listed joined through its own joined form (see screen).
-   */
-  listedNames: number;
   tokenText: string[];
   /**
    * Per token, TOKEN_STRIDE numbers from token x TOKEN_STRIDE (the TOKEN_* constants): what scoring a
@@ -175,7 +178,14 @@ export interface PlainSanctionsIndex {
    * posting's own weight missed it.
    */
   blockWeight: Float32Array;
-  /** Names are numbered by schema code: those of schema code s are schemaStart[s] up to schemaStart[s + 1]. */
+  /**
+   * Names are numbered by schema code: those of schema code s are schemaStart[s] up to
+   * schemaStart[s + 1]. After the names as listed, from schemaStart[SCHEMA_COUNT] on, come the
+   * joined forms of names, by schema code likewise (group SCHEMA_COUNT + s): normalize.ts
+   * nameForms, "BIN LADEN, Hamza" as bin|laden, hamza, where that differs from every name of the
+   * entry. A name written with its particles joined ("Hamza BINLADEN") finds them; one written with
+   * them apart finds the names listed joined through its own joined form (see screen).
+   */
   schemaStart: Int32Array;
   /**
    * Per entry, from its names' NAME_FACTS, what birth date and nationality are compared with: the
@@ -189,20 +199,31 @@ export interface PlainSanctionsIndex {
 }
 
 interface QueryToken {
+  /** As normalize.ts gives it: a joined token with JOIN_MARK ("bin|laden"). */
   text: string;
   /** The index's id of the same text, -1 for a token the list has never seen. */
   id: number;
   weight: number;
+  /** Key ids of its letters (without JOIN_MARK), -1 for a key no indexed token has: what it shares with names as listed. */
   primary: number;
   secondary: number;
   /** Prefix key id, -1 when no indexed token starts like this one. */
   prefix: number;
+  /**
+   * Key ids of the word after its particles and its joined prefix key (see wordKeys): what it
+   * shares with the joined tokens of joined forms. For a token without particles its own.
+   */
+  wordPrimary: number;
+  wordSecondary: number;
+  joinedPrefix: number;
   bits: number;
-  /** The text's character codes. */
+  /** The character codes of its letters (without JOIN_MARK). */
   chars: Uint16Array;
-  /** The joinable particle it starts with (normalize.ts particleOf), 0 for none, and the particle's length. */
-  particle: number;
+  /** Its particles (normalize.ts tokenParticle): how many letters, and their kind. */
   particleLength: number;
+  particleKind: number;
+  /** A token of a joined form made by joining particles to a word (see pairSlot). */
+  joined: boolean;
 }
 
 let jaroFlagsA = new Uint8Array(64);
@@ -275,6 +296,29 @@ function characterBits(token: string): number {
   let bits = 0;
   for (let i = 0; i < token.length; i++) bits |= 1 << (token.charCodeAt(i) & 31);
   return bits;
+}
+
+/** A token's letters: without JOIN_MARK. */
+function lettersOf(token: string): string {
+  return token.replace(JOIN_MARK, '');
+}
+
+/**
+ * The keys that joined tokens are indexed under: the Double Metaphone codes of the word after the
+ * particles ("bin|laden" sounds like "laden", where the particle would fill a code of four) and
+ * the first PREFIX_KEY_LENGTH letters after them, with them ("binlade"), so that the joined tokens
+ * of a common particle do not all share one key ("alha", "abdu") and crowd out the one asked for.
+ * A token of a name as listed is indexed under its own codes and first letters (see build).
+ */
+function wordKeys(letters: string, particleLength: number): [string, string, string] {
+  const [primary, secondary] = phoneticKeys(letters.slice(particleLength));
+  return [primary, secondary, letters.slice(0, particleLength + PREFIX_KEY_LENGTH)];
+}
+
+/** Whether a[aStart, aStart + length) and b[bStart, bStart + length) are the same codes. */
+function sameCodes(a: Uint16Array, aStart: number, b: Uint16Array, bStart: number, length: number): boolean {
+  for (let i = 0; i < length; i++) if (a[aStart + i] !== b[bStart + i]) return false;
+  return true;
 }
 
 /** The number of bits set. */
@@ -410,6 +454,8 @@ export class SanctionsIndex {
   private cursorCredit = new Float64Array(0);
   private cursorToken = new Int32Array(0);
   private cursorOrder = new Int32Array(0);
+  /** openCursors' keys of one query token. */
+  private readonly cursorKeys = new Int32Array(6);
   /** Per query token, in the narrowing: the largest credit counted so far. */
   private tokenCredit = new Float64Array(8);
   /** The narrowing's heap of the best names so far. */
@@ -418,7 +464,7 @@ export class SanctionsIndex {
   /** The list position of each name in the heap, so that ties are broken without a lookup per comparison. */
   private readonly heapListed = new Int32Array(CANDIDATES_SCORED);
   /** What the narrowing chose, best first. */
-  private readonly candidates = new Int32Array(CANDIDATES_SCORED);
+  private readonly candidates = new Int32Array(CANDIDATES_SCORED + JOINED_CANDIDATES);
   private candidateBest = new Float64Array(16);
   private candidateHeard = new Uint8Array(16);
   private candidateSlots = new Int32Array(16);
@@ -454,7 +500,7 @@ export class SanctionsIndex {
     this.keyIds = new Map(data.keyText.map((key, id) => [key, id]));
     this.tokenIds = new Map(data.tokenText.map((token, id) => [token, id]));
     this.nameWeights = new Float32Array(data.nameRecords.buffer, data.nameRecords.byteOffset, data.nameRecords.length);
-    this.maxTokenWeight = Math.log(1 + Math.max(1, data.listedNames));
+    this.maxTokenWeight = Math.log(1 + Math.max(1, data.schemaStart[SCHEMA_COUNT]!));
     this.tokenWeights = new Float64Array(data.tokenRecords.buffer, data.tokenRecords.byteOffset, data.tokenRecords.length / 2);
     this.pairState = new Int32Array(data.tokenText.length * 2);
     this.codeIds = new Map(data.countryCodes.map((code, id) => [code, id]));
@@ -485,16 +531,6 @@ export class SanctionsIndex {
         id = tokenText.length;
         tokenIds.set(token, id);
         tokenText.push(token);
-        const [primary, secondary] = phoneticKeys(token);
-        const primaryId = keyId(primary);
-        const secondaryId = keyId(secondary);
-        // Phonetic codes are upper case and prefixes lower case, so a sound never passes for a spelling.
-        const prefixId = keyId(token.slice(0, PREFIX_KEY_LENGTH));
-        tokenKeys.push(
-          primaryId,
-          secondaryId === primaryId ? -1 : secondaryId,
-          prefixId === primaryId || prefixId === secondaryId ? -1 : prefixId,
-        );
       }
       return id;
     };
@@ -502,7 +538,7 @@ export class SanctionsIndex {
     const listedEntry: number[] = [];
     const listedAlias: number[] = [];
     const listedTokens: number[][] = [];
-    /** Per listed name: whether it is a joined form (see PlainSanctionsIndex.listedNames). */
+    /** Per listed name: whether it is a joined form (see PlainSanctionsIndex.schemaStart). */
     const listedJoined: boolean[] = [];
     const list = (entryIndex: number, alias: number, tokens: string[], joined: boolean): void => {
       listedEntry.push(entryIndex);
@@ -521,54 +557,76 @@ export class SanctionsIndex {
         seen.add(signature);
         list(entryIndex, position - 1, tokens, false);
       });
+      // Then the entry's joined forms that are none of its names (normalize.ts nameForms).
       for (const { alias, tokens } of joinedForms) {
-        const signature = tokens.join(' ');
+        const signature = tokens.map(lettersOf).join(' ');
         if (seen.has(signature)) continue;
         seen.add(signature);
         list(entryIndex, alias, tokens, true);
       }
     });
-    // Tokens are unique within a name, so counting occurrences counts names. A token's weight
-    // counts the names as listed; a token only joined forms have ("binladen") counts those, as
-    // rare as the word it joins to ("laden") in the names it comes from.
     const nameCount = listedTokens.length;
     const listedNames = listedJoined.reduce((count, joined) => count + (joined ? 0 : 1), 0);
+
+    // A token's keys (phonetic codes are upper case and prefixes lower case, so a sound never
+    // passes for a spelling), its particles, and its weight. Tokens are unique within a name, so
+    // counting occurrences counts names: the names as listed. A joined token weighs what the
+    // tokens it joins do ("bin|laden" what "laden" does, "abdul|rahman" what "abdul" and "rahman"
+    // do), as the name written apart, so that a joined form neither gains nor loses weight against
+    // the name; a part no name as listed has counts the joined forms the token is in.
     const tokenFrequency = new Int32Array(tokenText.length);
     const joinedFrequency = new Int32Array(tokenText.length);
     listedTokens.forEach((tokens, listed) => {
       const frequency = listedJoined[listed] ? joinedFrequency : tokenFrequency;
       for (const token of tokens) frequency[token]!++;
     });
-    const tokenWeight = Float64Array.from(tokenFrequency, (frequency, token) =>
-      Math.log(1 + listedNames / Math.max(1, frequency > 0 ? frequency : joinedFrequency[token]!)),
-    );
-    const listedWeight = Float64Array.from(listedTokens, (tokens) => tokens.reduce((weight, token) => weight + tokenWeight[token]!, 0));
+    const tokenLetters = tokenText.map(lettersOf);
     const tokenRecords = new Int32Array(tokenText.length * TOKEN_STRIDE);
     const tokenWeights = new Float64Array(tokenRecords.buffer);
-    const tokenChars = new Uint16Array(tokenText.reduce((length, token) => length + token.length, 0));
+    const tokenChars = new Uint16Array(tokenLetters.reduce((length, letters) => length + letters.length, 0));
     let charsUsed = 0;
     tokenText.forEach((token, id) => {
       const record = id * TOKEN_STRIDE;
+      const letters = tokenLetters[id]!;
+      const joined = letters !== token;
+      const particle = tokenParticle(token);
+      const [primary, secondary, prefix] = joined
+        ? wordKeys(letters, particle.length)
+        : [...phoneticKeys(letters), letters.slice(0, PREFIX_KEY_LENGTH)];
+      const primaryId = keyId(primary);
+      const secondaryId = keyId(secondary);
+      const prefixId = keyId(prefix);
+      tokenKeys.push(primaryId, secondaryId === primaryId ? -1 : secondaryId, prefixId === primaryId || prefixId === secondaryId ? -1 : prefixId);
       tokenRecords[record + TOKEN_PRIMARY] = tokenKeys[id * 3]!;
       tokenRecords[record + TOKEN_SECONDARY] = tokenKeys[id * 3 + 1]!;
       tokenRecords[record + TOKEN_PREFIX] = tokenKeys[id * 3 + 2]!;
-      tokenRecords[record + TOKEN_BITS] = characterBits(token);
-      tokenWeights[record / 2 + TOKEN_WEIGHT_AT] = tokenWeight[id]!;
+      tokenRecords[record + TOKEN_BITS] = characterBits(letters);
+      const frequencyOf = (part: string): number => {
+        const partId = tokenIds.get(part);
+        return partId !== undefined && tokenFrequency[partId]! > 0 ? tokenFrequency[partId]! : joinedFrequency[id]!;
+      };
+      tokenWeights[record / 2 + TOKEN_WEIGHT_AT] = joined
+        ? joinedParts(token).reduce((weight, part) => weight + Math.log(1 + listedNames / Math.max(1, frequencyOf(part))), 0)
+        : Math.log(1 + listedNames / Math.max(1, tokenFrequency[id]!));
       tokenRecords[record + TOKEN_CHARS] = charsUsed;
-      tokenRecords[record + TOKEN_LENGTH] = token.length | (particleOf(token) << PARTICLE_SHIFT);
-      for (let i = 0; i < token.length; i++) tokenChars[charsUsed++] = token.charCodeAt(i);
+      tokenRecords[record + TOKEN_LENGTH] =
+        letters.length | (particle.length << PARTICLE_SHIFT) | (particle.kind << KIND_SHIFT) | (joined ? JOINED_TOKEN : 0);
+      for (let i = 0; i < letters.length; i++) tokenChars[charsUsed++] = letters.charCodeAt(i);
     });
+    const listedWeight = Float64Array.from(listedTokens, (tokens) =>
+      tokens.reduce((weight, token) => weight + tokenWeights[token * (TOKEN_STRIDE / 2) + TOKEN_WEIGHT_AT]!, 0),
+    );
 
     // Names are numbered by schema, then by weight (as Float32, the precision narrow ranks with),
     // lightest first, so that within a schema every posting list, sorted by name, is sorted by
-    // weight too: see narrow.
-    const listedSchema = Int32Array.from(listedEntry, (entry) => SCHEMA_CODES[entries[entry]!.schema]);
+    // weight too: see narrow. The joined forms come after the names as listed, likewise.
+    const listedGroup = Int32Array.from(listedEntry, (entry, listed) => SCHEMA_CODES[entries[entry]!.schema] + (listedJoined[listed] ? SCHEMA_COUNT : 0));
     const byWeight = Int32Array.from({ length: nameCount }, (_, listed) => listed).sort(
-      (a, b) => listedSchema[a]! - listedSchema[b]! || Math.fround(listedWeight[a]!) - Math.fround(listedWeight[b]!) || a - b,
+      (a, b) => listedGroup[a]! - listedGroup[b]! || Math.fround(listedWeight[a]!) - Math.fround(listedWeight[b]!) || a - b,
     );
-    const schemaStart = new Int32Array(SCHEMA_COUNT + 1);
-    for (const schema of listedSchema) schemaStart[schema + 1]!++;
-    for (let schema = 0; schema < SCHEMA_COUNT; schema++) schemaStart[schema + 1]! += schemaStart[schema]!;
+    const schemaStart = new Int32Array(2 * SCHEMA_COUNT + 1);
+    for (const group of listedGroup) schemaStart[group + 1]!++;
+    for (let group = 0; group < 2 * SCHEMA_COUNT; group++) schemaStart[group + 1]! += schemaStart[group]!;
     const entryFactStart: number[] = [];
     const entryFacts: number[] = [];
     const codeIds = new Map<string, number>();
@@ -637,7 +695,6 @@ export class SanctionsIndex {
     for (let name = 0; name < nameCount; name++) forEachNameKey(name, (key) => (postings[fill[key]!++] = name));
 
     return new SanctionsIndex({
-      listedNames,
       schemaStart,
       entryFacts: Int32Array.from(entryFacts),
       countryCodes: [...codeIds.keys()],
@@ -655,15 +712,21 @@ export class SanctionsIndex {
     });
   }
 
-  /** A name's parts as plain values, for inspection (the narrowing's reference test): its entry, alias index and tokens. */
-  private nameParts(name: number): { entry: number; alias: number; tokens: number[] } {
+  /** A name's parts as plain values, for inspection (the narrowing's reference test): its entry, alias index, list position, tokens, and whether it is a joined form. */
+  private nameParts(name: number): { entry: number; alias: number; listed: number; tokens: number[]; joined: boolean } {
     const { nameRecords, nameOverflow, nameAlias } = this.data;
     const record = name * NAME_STRIDE;
     const count = nameRecords[record + NAME_TOKEN_COUNT]!;
     const inline = count <= NAME_INLINE_TOKENS;
     const start = inline ? record + NAME_TOKENS : nameRecords[record + NAME_TOKENS]!;
     const tokens = (inline ? nameRecords : nameOverflow).subarray(start, start + count);
-    return { entry: nameRecords[record + NAME_ENTRY]!, alias: nameAlias[name]!, tokens: Array.from(tokens) };
+    return {
+      entry: nameRecords[record + NAME_ENTRY]!,
+      alias: nameAlias[name]!,
+      listed: nameRecords[record + NAME_LISTED]!,
+      tokens: Array.from(tokens),
+      joined: name >= this.data.schemaStart[SCHEMA_COUNT]!,
+    };
   }
 
   /** A token's key ids (primary, secondary, prefix; -1 where one repeats another) and weight, for inspection like nameParts. */
@@ -691,10 +754,10 @@ export class SanctionsIndex {
 
     // Each entry's best-scoring name, in the order entries were first met (that order breaks ties):
     // the name as written, then, where it has particles apart ("Hamza bin Laden"), its joined
-    // form, which finds the names listed with them joined ("BINLADEN, Hamza"; the names listed
-    // apart have their joined form in the index, see PlainSanctionsIndex.listedNames).
+    // form, which finds the names listed with them joined ("BINLADEN, Hamza"; those listed apart
+    // have their joined forms in the index, see PlainSanctionsIndex.schemaStart).
     const schema = query.schema ? SCHEMA_CODES[query.schema] : 0;
-    const { slotScore, slotEntry, slotName, slotSimilarity, slotPhonetic } = this;
+    const { slotEntry, slotName, slotSimilarity, slotPhonetic, slotScore } = this;
     this.bucketEntry.fill(0);
     let slots = this.scoreCandidates(this.queryTokens(forms.tokens), schema, 0);
     if (forms.joined !== forms.tokens) slots = this.scoreCandidates(this.queryTokens(forms.joined), schema, slots);
@@ -788,7 +851,7 @@ export class SanctionsIndex {
       const nameScore = this.scoreName(queryTokens, name);
       const entry = this.data.nameRecords[name * NAME_STRIDE + NAME_ENTRY]!;
       // The entry's bucket: its own, or the empty one where it goes.
-      let bucket = Math.imul(entry, 0x9e3779b1) >>> 24;
+      let bucket = Math.imul(entry, 0x9e3779b1) >>> (32 - ENTRY_BUCKET_BITS);
       while (bucketEntry[bucket] !== 0 && bucketEntry[bucket] !== entry + 1) bucket = (bucket + 1) & (ENTRY_BUCKETS - 1);
       let slot = bucketSlot[bucket]!;
       if (bucketEntry[bucket] === 0) {
@@ -849,27 +912,38 @@ export class SanctionsIndex {
     this.adjustment = -OTHER_NATIONALITY_PENALTY;
   }
 
+  /** The tokens of a name's form (normalize.ts nameForms), from the memo where it has them. */
   private queryTokens(texts: string[]): QueryToken[] {
     return texts.map((text) => {
       let token = this.queryTokenMemo.get(text);
       if (token) return token;
-      const [primaryCode, secondaryCode] = phoneticKeys(text);
+      const letters = lettersOf(text);
+      const joined = letters !== text;
+      const particle = tokenParticle(text);
+      const [primaryCode, secondaryCode] = phoneticKeys(letters);
+      const [wordPrimary, wordSecondary, joinedPrefix] = particle.length > 0 ? wordKeys(letters, particle.length) : [primaryCode, secondaryCode, ''];
       const tokenId = this.tokenIds.get(text);
+      // A token the list has never seen is as rare as a token can be; a joined one weighs what its parts do (see build).
+      const weightOf = (part: string): number => {
+        const partId = this.tokenIds.get(part);
+        return partId === undefined ? this.maxTokenWeight : this.tokenWeights[partId * (TOKEN_STRIDE / 2) + TOKEN_WEIGHT_AT]!;
+      };
       token = {
         text,
         id: tokenId ?? -1,
-        // A token the list has never seen is as rare as a token can be.
-        weight: tokenId === undefined ? this.maxTokenWeight : this.tokenWeights[tokenId * (TOKEN_STRIDE / 2) + TOKEN_WEIGHT_AT]!,
+        weight: tokenId !== undefined || !joined ? weightOf(text) : joinedParts(text).reduce((weight, part) => weight + weightOf(part), 0),
         primary: this.keyIds.get(primaryCode) ?? -1,
         secondary: this.keyIds.get(secondaryCode) ?? -1,
-        prefix: this.keyIds.get(text.slice(0, PREFIX_KEY_LENGTH)) ?? -1,
-        bits: characterBits(text),
-        chars: codesOf(text),
-        particle: 0,
-        particleLength: 0,
+        prefix: this.keyIds.get(letters.slice(0, PREFIX_KEY_LENGTH)) ?? -1,
+        wordPrimary: this.keyIds.get(wordPrimary) ?? -1,
+        wordSecondary: this.keyIds.get(wordSecondary) ?? -1,
+        joinedPrefix: joinedPrefix === '' ? -1 : (this.keyIds.get(joinedPrefix) ?? -1),
+        bits: characterBits(letters),
+        chars: codesOf(letters),
+        particleLength: particle.length,
+        particleKind: particle.kind,
+        joined,
       };
-      token.particle = particleOf(text);
-      token.particleLength = particleLength(token.particle);
       if (this.queryTokenMemo.size >= QUERY_TOKEN_MEMO_SIZE) this.queryTokenMemo.clear();
       this.queryTokenMemo.set(text, token);
       return token;
@@ -902,30 +976,44 @@ export class SanctionsIndex {
     let kept = 0;
     for (let group = 0; group < SCHEMA_COUNT; group++) {
       if (schema !== 0 && group !== 0 && group !== schema) continue;
-      kept = this.walk(queryTokens, queryWeight, schemaStart[group]!, schemaStart[group + 1]!, kept);
+      kept = this.walk(queryTokens, queryWeight, schemaStart[group]!, schemaStart[group + 1]!, kept, CANDIDATES_SCORED, false);
     }
+    this.takeCandidates(kept, 0);
+    // The joined forms, in a narrowing of their own, where a token of the query starts with a
+    // particle: only those can make a joined form score above its name as listed.
+    if (!queryTokens.some((token) => token.particleLength > 0)) return kept;
+    let joined = 0;
+    for (let group = 0; group < SCHEMA_COUNT; group++) {
+      if (schema !== 0 && group !== 0 && group !== schema) continue;
+      joined = this.walk(queryTokens, queryWeight, schemaStart[SCHEMA_COUNT + group]!, schemaStart[SCHEMA_COUNT + group + 1]!, joined, JOINED_CANDIDATES, true);
+    }
+    this.takeCandidates(joined, kept);
+    return kept + joined;
+  }
 
+  /** Empties the heap of `kept` names into `candidates` from `at` on, best first. */
+  private takeCandidates(kept: number, at: number): void {
     // Best first: the heap gives up its worst name each time, from the back.
     const { heapNames, heapRanks, heapListed, candidates } = this;
     for (let count = kept; count > 0; ) {
-      candidates[--count] = heapNames[0]!;
+      candidates[at + --count] = heapNames[0]!;
       heapNames[0] = heapNames[count]!;
       heapRanks[0] = heapRanks[count]!;
       heapListed[0] = heapListed[count]!;
       this.siftDown(0, count);
     }
-    return kept;
   }
 
   /**
    * The walk of narrow over the names from `first` up to `end` (one schema's, so lightest first),
-   * into the heap that holds `kept` names; returns how many it holds after.
+   * into the heap that holds `kept` names of at most `capacity`; returns how many it holds after.
+   * `joined`: the names are joined forms (see openCursors).
    */
-  private walk(queryTokens: QueryToken[], queryWeight: number, first: number, end: number, kept: number): number {
+  private walk(queryTokens: QueryToken[], queryWeight: number, first: number, end: number, kept: number, capacity: number, joined: boolean): number {
     const { nameRecords, blockWeight } = this.data;
     const { nameWeights } = this;
     const tokens = queryTokens.length;
-    const cursors = this.openCursors(queryTokens, first, end);
+    const cursors = this.openCursors(queryTokens, first, end, joined);
     if (cursors === 0) return kept;
     const { cursorAt, cursorName, cursorCredit, cursorToken, cursorOrder, heapNames, heapRanks, heapListed, tokenCredit } = this;
     for (;;) {
@@ -936,7 +1024,7 @@ export class SanctionsIndex {
       // its largest. Names before the pivot's name sit only in the cursors before it, and fall
       // short. (The margin covers Float32 sums.)
       let pivot = 0;
-      if (kept === CANDIDATES_SCORED) {
+      if (kept === capacity) {
         // (With the lightest weight of the name's block: a lower bound, so that no name that could enter is skipped.)
         const needed = heapRanks[0]! * (queryWeight + blockWeight[lightest >> WEIGHT_BLOCK_SHIFT]!);
         for (let token = 0; token < tokens; token++) tokenCredit[token] = 0;
@@ -979,7 +1067,7 @@ export class SanctionsIndex {
       // Only the cursors that moved can be out of order.
       if (at > 0) this.sortCursors(cursors);
       const rank = shared / (queryWeight + weight);
-      if (kept < CANDIDATES_SCORED) {
+      if (kept < capacity) {
         // Sift up from the new leaf.
         let leaf = kept++;
         heapNames[leaf] = name;
@@ -1023,12 +1111,15 @@ export class SanctionsIndex {
 
   /**
    * One cursor per posting list of the query, in query token order, each token's prefix key
-   * first: its position, end, current name and the credit a name there earns. Returns the count;
-   * `cursorOrder` holds them sorted by current name.
+   * first: its position, end, current name and the credit a name there earns. Over joined forms
+   * (`joined`) a token also has the lists of its word's keys and its joined prefix key (see
+   * wordKeys), which the joined tokens are indexed under. Returns the count; `cursorOrder` holds
+   * them sorted by current name.
    */
-  private openCursors(queryTokens: QueryToken[], first: number, end: number): number {
+  private openCursors(queryTokens: QueryToken[], first: number, end: number, joined: boolean): number {
     const { postingStart, postings } = this.data;
-    const needed = queryTokens.length * 3;
+    const lists = joined ? 6 : 3;
+    const needed = queryTokens.length * lists;
     if (this.cursorAt.length < needed) {
       this.cursorAt = new Int32Array(needed);
       this.cursorEnd = new Int32Array(needed);
@@ -1037,20 +1128,30 @@ export class SanctionsIndex {
       this.cursorToken = new Int32Array(needed);
       this.cursorOrder = new Int32Array(needed);
     }
+    const keys = this.cursorKeys;
     let cursors = 0;
     for (let index = 0; index < queryTokens.length; index++) {
       const token = queryTokens[index]!;
-      const soundAlikeWeight = token.weight * (token.text.length <= SHORT_TOKEN_LENGTH ? PHONETIC_WEIGHT : SOUND_ALIKE_CREDIT);
-      for (let list = 0; list < 3; list++) {
-        const key = list === 0 ? token.prefix : list === 1 ? token.primary : token.secondary === token.primary ? -1 : token.secondary;
+      const soundAlikeWeight = token.weight * (token.chars.length <= SHORT_TOKEN_LENGTH ? PHONETIC_WEIGHT : SOUND_ALIKE_CREDIT);
+      keys[0] = token.prefix;
+      keys[1] = token.primary;
+      keys[2] = token.secondary;
+      keys[3] = token.joinedPrefix;
+      keys[4] = token.wordPrimary;
+      keys[5] = token.wordSecondary;
+      for (let list = 0; list < lists; list++) {
+        const key = keys[list]!;
         if (key < 0) continue;
+        let repeated = false;
+        for (let earlier = 0; earlier < list; earlier++) repeated ||= keys[earlier] === key;
+        if (repeated) continue;
         const start = lowerBound(postings, postingStart[key]!, postingStart[key + 1]!, first);
         const stop = lowerBound(postings, start, postingStart[key + 1]!, end);
         if (start === stop) continue;
         const cursor = cursors++;
         this.cursorEnd[cursor] = stop;
         this.moveCursor(cursor, start);
-        this.cursorCredit[cursor] = list === 0 ? token.weight : soundAlikeWeight;
+        this.cursorCredit[cursor] = list === 0 || list === 3 ? token.weight : soundAlikeWeight;
         this.cursorToken[cursor] = index;
         this.cursorOrder[cursor] = cursor;
       }
@@ -1121,21 +1222,57 @@ export class SanctionsIndex {
     const secondary = tokenRecords[record + TOKEN_SECONDARY]!;
     const bits = tokenRecords[record + TOKEN_BITS]!;
     const charsAt = tokenRecords[record + TOKEN_CHARS]!;
-    const length = tokenRecords[record + TOKEN_LENGTH]! & LENGTH_MASK;
-    const particle = tokenRecords[record + TOKEN_LENGTH]! >>> PARTICLE_SHIFT;
+    const facts = tokenRecords[record + TOKEN_LENGTH]!;
+    const length = facts & LENGTH_MASK;
+    const joined = (facts & JOINED_TOKEN) !== 0;
+    const { pairAgree, pairSimilarity } = this;
     for (let k = 0; k < tokens; k++) {
       const token = queryTokens[k]!;
-      const agree = keysAgree(token.primary, token.secondary, primary, secondary < 0 ? primary : secondary);
-      this.pairAgree[slot * tokens + k] = agree ? 1 : 0;
-      // The same token (ids are per text) is the one comparison that needs no characters read.
-      // Two tokens that start with the same particle are compared after it: "alqaida" and
-      // "alqasim" are as different as "qaida" and "qasim" (the bits of the whole tokens only
-      // loosen the bound, the particle's letters being in both).
-      const skip = token.particle === particle ? token.particleLength : 0;
-      this.pairSimilarity[slot * tokens + k] =
-        token.id === candidateToken
-          ? 1
-          : tokenSimilarity(token.chars, skip, token.chars.length - skip, tokenChars, charsAt + skip, length - skip, agree, token.bits, bits);
+      const pair = slot * tokens + k;
+      if (!joined && !token.joined) {
+        const agree = keysAgree(token.primary, token.secondary, primary, secondary < 0 ? primary : secondary);
+        pairAgree[pair] = agree ? 1 : 0;
+        // The same token (ids are per text) is the one comparison that needs no characters read.
+        pairSimilarity[pair] =
+          token.id === candidateToken ? 1 : tokenSimilarity(token.chars, 0, token.chars.length, tokenChars, charsAt, length, agree, token.bits, bits);
+        continue;
+      }
+      // A joined token ("bin|laden"): the same letters are the same name ("binladen"). Otherwise
+      // it is compared by its word with the other token's word, and only where their particles
+      // say the same (normalize.ts tokenParticle): "al Qaida" and "Alqasim" are as different as
+      // "qaida" and "qasim", "Abdul Malik" and "Abdelhay" as "malik" and "hay", "Abdul Baazaoui"
+      // is no spelling of "Abdul" nor "Abdul Mazai" of "Mazai", where the particles' letters and
+      // Double Metaphone codes would make them so. A token of a name as written is read with the
+      // joined token's particles where it starts with them. (Without the bits, which are the
+      // whole tokens'.)
+      const queryLength = token.chars.length;
+      if (token.id === candidateToken || (queryLength === length && sameCodes(token.chars, 0, tokenChars, charsAt, length))) {
+        pairAgree[pair] = 1;
+        pairSimilarity[pair] = 1;
+        continue;
+      }
+      let querySkip = token.particleLength;
+      let queryKind = token.particleKind;
+      let indexSkip = (facts >>> PARTICLE_SHIFT) & PARTICLE_MASK;
+      let indexKind = (facts >>> KIND_SHIFT) & KIND_MASK;
+      if (!token.joined) {
+        if (indexSkip + MIN_WORD_LENGTH <= queryLength && sameCodes(token.chars, 0, tokenChars, charsAt, indexSkip)) {
+          querySkip = indexSkip;
+          queryKind = indexKind;
+        }
+      } else if (!joined && querySkip + MIN_WORD_LENGTH <= length && sameCodes(token.chars, 0, tokenChars, charsAt, querySkip)) {
+        indexSkip = querySkip;
+        indexKind = queryKind;
+      }
+      if (queryKind !== indexKind || querySkip >= queryLength || indexSkip >= length) {
+        pairAgree[pair] = 0;
+        pairSimilarity[pair] = 0;
+        continue;
+      }
+      const other = secondary < 0 ? primary : secondary;
+      const agree = keysAgree(token.wordPrimary, token.wordSecondary, primary, other) || keysAgree(token.primary, token.secondary, primary, other);
+      pairAgree[pair] = agree ? 1 : 0;
+      pairSimilarity[pair] = tokenSimilarity(token.chars, querySkip, queryLength - querySkip, tokenChars, charsAt + indexSkip, length - indexSkip, agree, -1, -1);
     }
     pairState[candidateToken * 2] = this.queryStamp;
     pairState[candidateToken * 2 + 1] = slot;

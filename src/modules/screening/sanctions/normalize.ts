@@ -37,8 +37,8 @@ const HONORIFICS = new Set([
  * name in eight and make "Ali" look like "Al".
  */
 const PARTICLES = new Set([
-  'al', 'and', 'bin', 'bint', 'da', 'de', 'del', 'der', 'des', 'di', 'du', 'el', 'ibn', 'la', 'le', 'of',
-  'the', 'van', 'von', 'y',
+  'al', 'and', 'bin', 'bint', 'da', 'de', 'del', 'dela', 'delas', 'delos', 'der', 'des', 'di', 'du', 'el', 'ibn',
+  'la', 'las', 'le', 'los', 'of', 'the', 'van', 'vanden', 'vander', 'von', 'y',
 ]);
 
 /**
@@ -49,41 +49,92 @@ const PARTICLES = new Set([
  */
 export const JOINABLE_PARTICLES: readonly string[] = [
   'abd', 'abdal', 'abdel', 'abdul', 'abdur', 'abou', 'abu', 'al', 'ben', 'bin', 'bint', 'da', 'das', 'de', 'del',
-  'della', 'den', 'der', 'di', 'dos', 'du', 'el', 'ibn', 'la', 'le', 'van', 'von',
+  'dela', 'delas', 'della', 'delos', 'den', 'der', 'di', 'dos', 'du', 'el', 'ibn', 'la', 'las', 'le', 'los', 'van',
+  'vanden', 'vander', 'von',
   // Longest first, so that a token is read with the longest particle it starts with.
 ].sort((a, b) => b.length - a.length || (a < b ? -1 : 1));
 const JOINABLE = new Set(JOINABLE_PARTICLES);
+/** Joinable particles that names keep (not in PARTICLES), in groups of spellings of one particle. */
+const KEPT_PARTICLE_GROUPS: readonly (readonly string[])[] = [
+  ['abd', 'abdal', 'abdel', 'abdul', 'abdur'],
+  ['abu', 'abou'],
+  ['ben'],
+  ['della'],
+  ['das', 'dos'],
+  ['den'],
+];
 /** Letters a token keeps after its particle for the particle to count as one ("Alan" and "Dean" have none). */
 const MIN_PARTICLE_REST = 3;
+/** Between the particles and the word of a joined token ("bin|laden"): tokens are [a-z0-9]+ otherwise. */
+export const JOIN_MARK = '|';
 
 /**
- * The joinable particle a token starts with, as its position in JOINABLE_PARTICLES plus one; 0
- * when it starts with none, or with one followed by fewer than three letters. "alqaida" and
- * "alqasim" start with the same particle: the matcher compares what follows it, so that the
- * shared "al" does not make two different names look alike.
+ * What a particle says of a name: 0 for one that names drop (PARTICLES: "al", "bin", "van"),
+ * which says nothing, otherwise its group of spellings plus one ("abdul" and "abdel" say the
+ * same, "abu" something else).
  */
-export function particleOf(token: string): number {
-  for (let i = 0; i < JOINABLE_PARTICLES.length; i++) {
-    const particle = JOINABLE_PARTICLES[i]!;
-    if (token.length - particle.length >= MIN_PARTICLE_REST && token.startsWith(particle)) return i + 1;
+function particleKind(particle: string): number {
+  return PARTICLES.has(particle) ? 0 : KEPT_PARTICLE_GROUPS.findIndex((group) => group.includes(particle)) + 1;
+}
+
+/** The particles a token starts with: how many letters, and what they say (see particleKind). */
+export interface TokenParticle {
+  length: number;
+  kind: number;
+}
+
+/** The particles a run of them is made of ("binla": bin, la), longest first where two could start it. */
+export function chainParticles(chain: string): string[] {
+  const particles: string[] = [];
+  for (let at = 0; at < chain.length; ) {
+    const particle = JOINABLE_PARTICLES.find((candidate) => chain.startsWith(candidate, at));
+    if (particle === undefined) break;
+    particles.push(particle);
+    at += particle.length;
   }
-  return 0;
+  return particles;
 }
 
-/** The length of the particle numbered by particleOf (0 for none). */
-export function particleLength(particle: number): number {
-  return particle === 0 ? 0 : JOINABLE_PARTICLES[particle - 1]!.length;
+/**
+ * The longest joinable particle a token starts with where at least three letters follow
+ * ("alqaida": "al"; "Alan", "Dean": none), read in its letters alone: a joined token
+ * ("bin|laden", "binla|den" or "abd|alwahab") has the particle that the same letters written
+ * together have ("binladen", "abdalwahab"), however the name ran its particles, or else its run
+ * of particles ("al|id"). The matcher compares a token that a name's joined form made by the word
+ * after it.
+ */
+export function tokenParticle(token: string): TokenParticle {
+  const mark = token.indexOf(JOIN_MARK);
+  const letters = mark < 0 ? token : token.replace(JOIN_MARK, '');
+  for (const particle of JOINABLE_PARTICLES) {
+    if (letters.length - particle.length >= MIN_PARTICLE_REST && letters.startsWith(particle)) return { length: particle.length, kind: particleKind(particle) };
+  }
+  if (mark < 0) return { length: 0, kind: 0 };
+  const kinds = chainParticles(token.slice(0, mark)).map(particleKind);
+  return { length: mark, kind: kinds.find((kind) => kind !== 0) ?? 0 };
 }
 
-function tokenize(text: string): string[] {
+/**
+ * The parts of a joined token that names as written keep as tokens of their own: its particles
+ * that are no PARTICLES ("abdul|rahman": abdul) and its word (rahman). A joined token weighs what
+ * they weigh together, as the name written apart does.
+ */
+export function joinedParts(token: string): string[] {
+  const mark = token.indexOf(JOIN_MARK);
+  if (mark < 0) return [token];
+  return [...chainParticles(token.slice(0, mark)).filter((particle) => !PARTICLES.has(particle)), token.slice(mark + 1)];
+}
+
+/** The name's words; with `commas`, each comma is a token "," of its own. */
+function tokenize(text: string, commas = false): string[] {
   return anyAscii(text)
     .toLowerCase()
     // "Sa'id" must stay one token, and "S.A." or "L.L.C." one word rather than single letters,
     // while "J.Smith" is still two.
     .replace(/['`]/g, '')
     .replace(/(?<=\b[a-z])\.(?=[a-z]\b)/g, '')
-    .split(/[^a-z0-9]+/)
-    .filter((token) => token.length > 0);
+    .split(commas ? /(,)|[^a-z0-9,]+/ : /[^a-z0-9]+/)
+    .filter((token) => token !== undefined && token.length > 0);
 }
 
 function phraseAt(tokens: readonly string[], start: number): number {
@@ -96,7 +147,7 @@ function phraseAt(tokens: readonly string[], start: number): number {
 /** A name's comparable forms (see normalizeName and nameForms). */
 export interface NameForms {
   tokens: string[];
-  /** The tokens with each joinable particle joined to the word after it; `tokens` itself when that changes nothing. */
+  /** The tokens with the joinable particles joined to the word after them (see nameForms); `tokens` itself when that changes nothing. */
   joined: string[];
 }
 
@@ -111,20 +162,32 @@ export function normalizeName(name: string): string[] {
 }
 
 /**
- * normalizeName's tokens and the name's joined form: the same, except that each joinable
- * particle is joined to the word after it ("BIN LADEN, Hamza" gives hamza, laden and binladen,
- * hamza; "van der Berg" gives vanderberg), a particle with no word after it is left out, and
- * other particles are dropped as before. The two writings of a name, particles apart or
- * joined, have the same joined form.
+ * normalizeName's tokens and the name's joined form: the same, except that each run of joinable
+ * particles is joined to the word after it, with JOIN_MARK between them ("BIN LADEN, Hamza" gives
+ * hamza, laden and bin|laden, hamza; "van der Berg" gives vander|berg; a title after a particle is
+ * part of the name: "Ibn al-Shaykh" gives ibnal|shaykh). A comma ends a run. A run with no word
+ * after it stays where the name keeps one of its particles ("KHAN, Abdul") or where two or more
+ * make a word ("BIN LA DEN, Usama" gives binla|den, "Robinson Du van" du|van), and goes
+ * otherwise ("HASSAN, Muhammad al-", "CRUZ, Juan de la"). The two writings of a name, particles
+ * apart or joined, have joined forms of the same letters.
  */
 export function nameForms(name: string): NameForms {
-  const tokens = tokenize(name);
+  const tokens = tokenize(name, true);
   const kept: string[] = [];
   const joined: string[] = [];
-  // Particles waiting for the word they join, and whether one of them is kept on its own ("abu" is, "al" is not).
-  let pending = '';
-  let pendingKept = false;
+  // The run of particles waiting for the word they join, and whether the name keeps one of them on its own ("abu" it does, "al" not).
+  const run: string[] = [];
+  let runKept = false;
   let joins = false;
+  const endRun = (): void => {
+    run.length = 0;
+    runKept = false;
+  };
+  const flush = (): void => {
+    if (run.length === 1 && runKept) joined.push(run[0]!);
+    else if (run.length > 1 && (runKept || !PARTICLES.has(run.join('')))) joined.push(`${run.slice(0, -1).join('')}${JOIN_MARK}${run.at(-1)!}`);
+    endRun();
+  };
   for (let i = 0; i < tokens.length; ) {
     const phraseLength = phraseAt(tokens, i);
     if (phraseLength > 0) {
@@ -132,28 +195,34 @@ export function nameForms(name: string): NameForms {
       continue;
     }
     const token = tokens[i++]!;
-    if (LEGAL_FORM_WORDS.has(token) || HONORIFICS.has(token)) continue;
+    if (token === ',') {
+      flush();
+      continue;
+    }
+    if (LEGAL_FORM_WORDS.has(token)) continue;
+    if (HONORIFICS.has(token)) {
+      if (run.length > 0) joined.push(`${run.join('')}${JOIN_MARK}${token}`);
+      endRun();
+      continue;
+    }
     const dropped = PARTICLES.has(token);
     if (JOINABLE.has(token)) {
       if (!dropped) kept.push(token);
-      pending += token;
-      pendingKept ||= !dropped;
+      run.push(token);
+      runKept ||= !dropped;
       joins = true;
       continue;
     }
     if (dropped) {
-      pending = '';
-      pendingKept = false;
+      endRun();
       continue;
     }
     kept.push(token);
-    joined.push(pending + token);
-    pending = '';
-    pendingKept = false;
+    joined.push(run.length > 0 ? `${run.join('')}${JOIN_MARK}${token}` : token);
+    endRun();
   }
-  // Particles with no word after them: those a name keeps stay ("KHAN, Abdul"), the others go.
-  if (pendingKept) joined.push(pending);
-  const sorted = [...new Set(kept.length > 0 ? kept : tokens)].sort();
+  flush();
+  const sorted = [...new Set(kept.length > 0 ? kept : tokens.filter((token) => token !== ','))].sort();
   if (!joins || joined.length === 0) return { tokens: sorted, joined: sorted };
   const sortedJoined = [...new Set(joined)].sort();
   const same = sortedJoined.length === sorted.length && sortedJoined.every((token, i) => token === sorted[i]);
