@@ -170,6 +170,7 @@ test.before(async () => {
 
   // Tables without an integration path: rows written as the importers and the service write them.
   await db('sanction_entries').insert({ source: 'ofac', source_id: 'ENUM-1', schema: 'Person', name: 'Sanctioned Zeta' });
+  await db('screening_hits').insert({ customer_id: customerId, source: 'ofac', source_id: 'ENUM-1', entry_name: 'Sanctioned Zeta', matched_name: 'Sanctioned Zeta', similarity: 90 });
   await db('verification_flows').insert({ code: 'enum-flow', name: 'Flow Zeta', required_artifact_types: ['selfie'] });
   await db('verification_sessions').insert({
     id: 'enum-session-1', customer_ref: 'enum-kyc-ref', flow_code: 'enum-flow', required_artifact_types: ['selfie'], pending_artifact_types: ['selfie'],

@@ -70,7 +70,7 @@ test('every model of the issue is registered, with view/add/change/delete permis
   const keys = [...site.models.keys()].sort();
   t.deepEqual(keys, [
     'admin.logentry', 'approval.approvalpolicy', 'approval.approvalrequest', 'approval.pendingapprovalrequest', 'auth.group', 'auth.user',
-    'customer.customer', 'document.artifact', 'document.documentverificationsession', 'document.flow', 'engine.alert', 'engine.compliancedecision',
+    'customer.customer', 'document.artifact', 'document.documentverificationsession', 'document.flow', 'engine.alert', 'engine.casenote', 'engine.compliancedecision',
     'engine.event', 'engine.executionlog', 'engine.rule', 'engine.watchlist', 'merchant.credential', 'mobile.device', 'notification.notification',
     'report.report', 'report.reportresult', 'screening.sanctionentry', 'screening.screeninghit', 'transaction.financialevent', 'transaction.nonfinancialevent',
   ]);

@@ -374,7 +374,7 @@ test.serial('bulk actions on cases: assign, change status with one rationale, cl
   t.regex(formText, /<label for="id_rationale">Rationale \(required\)<\/label>/);
   const missing = await post({ post: 'yes', status: 'in_review', rationale: '  ' });
   t.is(missing.status, 400);
-  t.regex(await missing.text(), /id="id_rationale_errors" role="alert"><ul class="errorlist"><li>This field is required\./);
+  t.regex(await missing.text(), /id="id_rationale_errors"><div role="alert"><ul class="errorlist"><li>This field is required\./);
   const done = await post({ post: 'yes', status: 'in_review', rationale: 'Reviewing the batch together' });
   t.is(done.status, 302);
   t.is(done.headers.get('location'), '/admin/engine/watchlist/?status__exact=open');

@@ -185,7 +185,7 @@ test('list: every bad parameter is a 400 naming it, never a 500', async (t) => {
   const unknown = await app.request('GET', `${EVENTS}?colour=red`, { token: analystToken });
   t.is(unknown.body.message, 'Unknown parameter: colour.');
   // No search fields: q is refused rather than ignored; hidden columns cannot be asked for.
-  t.is((await app.request('GET', `${DATA}engine/watchlist/?q=x`, { token: analystToken })).status, 400);
+  t.is((await app.request('GET', `${DATA}engine/compliancedecision/?q=x`, { token: adminToken })).status, 400);
   t.is((await app.request('GET', `${DATA}merchant/credential/?fields=secret_hash`, { token: adminToken })).status, 400);
 });
 

@@ -142,8 +142,9 @@ test('schema/<app>/<model>/: perms, list columns with index/sortable/kind, card 
 
   // Joined columns of a registered relation are sortable; search off where no search fields are declared.
   const cases = await app.request('GET', `${SCHEMA}engine/watchlist/`, { token: analystToken });
-  t.deepEqual(cases.body.data.list.columns[0], { name: 'customer_id__customer_ref', label: 'Customer', index: 1, sortable: true, kind: 'text' });
-  t.false(cases.body.data.list.search_enabled);
+  t.deepEqual(cases.body.data.list.columns[0], { name: 'reference', label: 'Case', index: 1, sortable: true, kind: 'text' });
+  t.deepEqual(cases.body.data.list.columns[1], { name: 'customer_id__customer_ref', label: 'Customer', index: 2, sortable: true, kind: 'text' });
+  t.true(cases.body.data.list.search_enabled, 'cases are searched by their number');
   t.deepEqual(cases.body.data.list.filters.find((filter: { class: string }) => filter.class === 'IsNullFilter').parameters, ['assignee_id__isnull']);
 });
 

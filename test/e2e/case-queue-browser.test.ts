@@ -7,8 +7,6 @@
  * console errors. Skipped visibly without chromium.
  */
 import fs from 'node:fs';
-import fsp from 'node:fs/promises';
-import { createRequire } from 'node:module';
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import test, { type ExecutionContext } from 'ava';
@@ -16,14 +14,13 @@ import type { Page } from 'playwright-core';
 import { permissionCodenames } from '../../src/app/registrations.ts';
 import { createUser } from '../../src/modules/staff/service.ts';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
-import { browserAvailable, browserTest, launchBrowser } from '../helpers/browser.ts';
+import { browserAvailable, browserTest, launchBrowser, seriousViolations } from '../helpers/browser.ts';
 
 const PASSWORD = 'indigo-lantern-harbour-27';
 const OFFICER = ['engine.view_watchlist', 'engine.change_watchlist', 'engine.view_alert', 'customer.view_customer', 'auth.view_user'];
 
 let app: TestApp;
 let browsers: Awaited<ReturnType<typeof launchBrowser>>[] = [];
-let axeSource: string;
 const problems: string[] = [];
 const users: Record<string, string> = {};
 let cases: Record<string, string> = {};
@@ -38,8 +35,6 @@ async function makeCase(name: string, priority: number, hoursOld: number, assign
 
 test.before(async () => {
   if (!browserAvailable) return;
-  // axe-core runs inside the page; evaluated through the DevTools protocol, so the admin's CSP (no inline script) lets it.
-  axeSource = await fsp.readFile(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
   app = await startTestApp();
   const db = app.database.knex;
   for (const username of ['ada', 'ben']) {
@@ -70,30 +65,11 @@ test.after.always(async () => {
   await app?.close();
 });
 
-interface Violation {
-  id: string;
-  impact: string | null;
-  help: string;
-  nodes: string[];
-}
-
 const audited: string[] = [];
 
 /** axe-core on the page as it is now: no serious or critical violation. */
 async function audit(t: ExecutionContext, page: Page, what: string) {
-  await page.evaluate(axeSource);
-  const violations = await page.evaluate(async () => {
-    // @ts-expect-error axe is what the evaluated source defines on window
-    const result = await window.axe.run(document, { resultTypes: ['violations'] });
-    return (result.violations as Array<{ id: string; impact: string | null; help: string; nodes: Array<{ target: string[] }> }>).map((violation) => ({
-      id: violation.id,
-      impact: violation.impact,
-      help: violation.help,
-      nodes: violation.nodes.slice(0, 5).map((node) => node.target.join(' ')),
-    }));
-  });
-  const serious = (violations as Violation[]).filter((violation) => violation.impact === 'serious' || violation.impact === 'critical');
-  t.deepEqual(serious, [], `axe-core on ${what} (${page.url()})`);
+  t.deepEqual(await seriousViolations(page), [], `axe-core on ${what} (${page.url()})`);
   audited.push(what);
 }
 

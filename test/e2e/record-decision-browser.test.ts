@@ -9,14 +9,13 @@
  * every page visited: no serious or critical violation. Skipped visibly without chromium.
  */
 import fsp from 'node:fs/promises';
-import { createRequire } from 'node:module';
 import path from 'node:path';
 import test, { type ExecutionContext } from 'ava';
 import type { Page } from 'playwright-core';
 import { permissionCodenames } from '../../src/app/registrations.ts';
 import { createUser } from '../../src/modules/staff/service.ts';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
-import { browserAvailable, browserTest, launchBrowser } from '../helpers/browser.ts';
+import { browserAvailable, browserTest, launchBrowser, seriousViolations } from '../helpers/browser.ts';
 import { defineEvents, hoursAgo, loadRuleSet } from '../helpers/fixtures.ts';
 
 const PASSWORD = 'copper-meadow-lantern-58';
@@ -31,20 +30,11 @@ const EXECUTABLE = Buffer.concat([Buffer.from('MZ'), Buffer.alloc(58), Buffer.fr
 
 let app: TestApp;
 let browser: Awaited<ReturnType<typeof launchBrowser>>;
-let axeSource: string;
 const problems: string[] = [];
 let transaction: { id: string; decision: string; log_id: string };
 
 test.before(async () => {
   if (!browserAvailable) return;
-  // axe-core runs inside the page; evaluated through the DevTools protocol, so the admin's CSP (no inline script) lets it.
-  let axePath: string;
-  try {
-    axePath = createRequire(import.meta.url).resolve('axe-core/axe.min.js');
-  } catch {
-    throw new Error('axe-core is not installed: npm install --save-dev axe-core (the browser tests audit every page with it)');
-  }
-  axeSource = await fsp.readFile(axePath, 'utf8');
   app = await startTestApp();
   const db = app.database.knex;
   await createUser(db, { username: 'officer', password: PASSWORD, permissions: OFFICER }, { actor: { type: 'operator', id: 'test' }, known: new Set(permissionCodenames()) });
@@ -82,30 +72,11 @@ async function storedFiles(): Promise<string[]> {
   return entries.filter((entry) => entry.isFile()).map((entry) => path.relative(root, path.join(entry.parentPath, entry.name))).sort();
 }
 
-interface Violation {
-  id: string;
-  impact: string | null;
-  help: string;
-  nodes: string[];
-}
-
 const audited: string[] = [];
 
 /** axe-core on the page as it is now: no serious or critical violation. */
 async function audit(t: ExecutionContext, page: Page, what: string) {
-  await page.evaluate(axeSource);
-  const violations = await page.evaluate(async () => {
-    // @ts-expect-error axe is what the evaluated source defines on window
-    const result = await window.axe.run(document, { resultTypes: ['violations'] });
-    return (result.violations as Array<{ id: string; impact: string | null; help: string; nodes: Array<{ target: string[] }> }>).map((violation) => ({
-      id: violation.id,
-      impact: violation.impact,
-      help: violation.help,
-      nodes: violation.nodes.slice(0, 5).map((node) => node.target.join(' ')),
-    }));
-  });
-  const serious = (violations as Violation[]).filter((violation) => violation.impact === 'serious' || violation.impact === 'critical');
-  t.deepEqual(serious, [], `axe-core on ${what} (${page.url()})`);
+  t.deepEqual(await seriousViolations(page), [], `axe-core on ${what} (${page.url()})`);
   audited.push(what);
 }
 

@@ -8,6 +8,7 @@ import fsp from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import test, { type ExecutionContext } from 'ava';
+import { createRequire } from 'node:module';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
 
 export const CHROMIUM = process.env.WARDEN_CHROMIUM ?? '/usr/bin/chromium';
@@ -54,4 +55,33 @@ export function browserTest(title: string, body: (t: ExecutionContext) => Promis
   } else {
     test.serial.skip(`${title} (${SKIP_MESSAGE})`, body);
   }
+}
+
+export interface AxeViolation {
+  id: string;
+  impact: string | null;
+  help: string;
+  nodes: string[];
+}
+
+let axeSource: Promise<string> | undefined;
+
+/**
+ * axe-core's serious and critical violations on the page as it is now. The source is evaluated
+ * through the DevTools protocol, so the admin's CSP (no inline script) does not stop it.
+ */
+export async function seriousViolations(page: Page): Promise<AxeViolation[]> {
+  axeSource ??= fsp.readFile(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
+  await page.evaluate(await axeSource);
+  const violations = await page.evaluate(async () => {
+    // @ts-expect-error axe is what the evaluated source defines on window
+    const result = await window.axe.run(document, { resultTypes: ['violations'] });
+    return (result.violations as Array<{ id: string; impact: string | null; help: string; nodes: Array<{ target: string[] }> }>).map((violation) => ({
+      id: violation.id,
+      impact: violation.impact,
+      help: violation.help,
+      nodes: violation.nodes.slice(0, 5).map((node) => node.target.join(' ')),
+    }));
+  });
+  return violations.filter((violation) => violation.impact === 'serious' || violation.impact === 'critical');
 }

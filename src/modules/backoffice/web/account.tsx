@@ -5,7 +5,7 @@ import { issueLoginTicket, TicketRefusedError } from '../../mobile/tickets.ts';
 import type { FieldErrors } from '../../../validation/form.ts';
 import { changePassword } from '../../staff/service.ts';
 import { adminState, forbidden, modelUrl } from './common.tsx';
-import { renderObjectPage, submitObjectForm } from './changeform.tsx';
+import { ErrorList, renderObjectPage, submitObjectForm } from './changeform.tsx';
 import { formatDateTime, type DatePreferences } from './format.ts';
 import { CsrfField } from './layout.tsx';
 import { addMessage } from './session.ts';
@@ -53,13 +53,7 @@ function AccountSections({ userId, csrfToken, preferences, passwordError, passwo
       </label>
       <div class="field-body">
         <input type="password" name={name} id={`id_${name}`} autocomplete={autocomplete} required aria-invalid={passwordErrors?.[name] ? 'true' : undefined} />
-        {passwordErrors?.[name] && (
-          <ul class="errorlist" role="alert">
-            {passwordErrors[name]!.map((error, index) => (
-              <li key={index}>{error.message}</li>
-            ))}
-          </ul>
-        )}
+        <ErrorList errors={passwordErrors?.[name]} />
       </div>
     </div>
   );

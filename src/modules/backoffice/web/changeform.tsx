@@ -153,14 +153,17 @@ async function genericLinks(app: AppContext, model: BoundModel, principal: Princ
   return links;
 }
 
-function ErrorList({ errors }: { errors?: { message: string }[] }) {
+/** A field's errors, announced: the alert role on a wrapper, since a list with another role loses its items' semantics (axe: listitem). */
+export function ErrorList({ errors }: { errors?: { message: string }[] }) {
   if (!errors?.length) return null;
   return (
-    <ul class="errorlist" role="alert">
-      {errors.map((error, index) => (
-        <li key={index}>{error.message}</li>
-      ))}
-    </ul>
+    <div role="alert">
+      <ul class="errorlist">
+        {errors.map((error, index) => (
+          <li key={index}>{error.message}</li>
+        ))}
+      </ul>
+    </div>
   );
 }
 

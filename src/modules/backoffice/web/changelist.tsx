@@ -19,6 +19,7 @@ import {
 } from './common.tsx';
 import type { DatePreferences } from './format.ts';
 import { CsrfField } from './layout.tsx';
+import { ErrorList } from './changeform.tsx';
 import { savedFiltersOf, SavedFilterPanel, type SavedFilter } from './saved-filters.tsx';
 import { addMessage } from './session.ts';
 
@@ -473,12 +474,8 @@ function ActionField({ field, required, value, errors, related }: { field: Resol
       <div class="field-body">
         {input}
         {errors?.length ? (
-          <div id={`${id}_errors`} role="alert">
-            <ul class="errorlist">
-              {errors.map((problem, index) => (
-                <li key={index}>{problem.message}</li>
-              ))}
-            </ul>
+          <div id={`${id}_errors`}>
+            <ErrorList errors={errors} />
           </div>
         ) : null}
         {help && (

@@ -1,5 +1,5 @@
 import type { SanctionEntry, SanctionSchema, SanctionSource } from './importers.ts';
-import { countryToAlpha3, JOIN_MARK, joinedParts, nameForms, phoneticKeys, tokenParticle } from './normalize.ts';
+import { countryToAlpha3, joinedParts, keyParticle, lettersOf, nameForms, phoneticKeys, startsWithParticle, tokenParticle } from './normalize.ts';
 
 export interface ScreeningQuery {
   name: string;
@@ -67,8 +67,6 @@ const MIN_TOKEN_SIMILARITY = 0.8;
 /** Tokens that do not sound alike must be spelled closer still: "Kakolele" and "Kakorere" are, "Maria" and "Martha" are not. */
 const MIN_SPELLING_SIMILARITY = 0.88;
 const SHORT_TOKEN_LENGTH = 3;
-/** Letters a token of a name as written keeps after a joined token's particles for it to be read with them ("alqasim" with "al|qaida"'s, "ali" not). */
-const MIN_WORD_LENGTH = 3;
 /** Share of a token's weight that a name earns in the narrowing when it only sounds alike. */
 const SOUND_ALIKE_CREDIT = 0.6;
 /** An initial ("M.") stands for any name with that first letter, with less certainty than the name itself. */
@@ -113,9 +111,10 @@ const NAME_INLINE_TOKENS = NAME_STRIDE - NAME_TOKENS;
  * (-1 where one repeats another); characterBits of its text; its weight, the inverse document
  * frequency over names, so that common name parts count for less (a Float64 at Float64 index
  * token x TOKEN_STRIDE / 2 + TOKEN_WEIGHT_AT); where its characters start in tokenChars, and
- * how many (the letters without JOIN_MARK), with above them the length and kind of its particles
- * (normalize.ts tokenParticle) and JOINED_TOKEN for a token of a joined form made by joining
- * particles to a word. Eight numbers, 32 bytes.
+ * how many (its letters: normalize.ts lettersOf), with above them its particles' length and
+ * spelling (normalize.ts tokenParticle), DROPPED_PARTICLES where names drop them all, and
+ * JOINED_TOKEN for a token that a joined form made by joining particles to a word. Eight numbers,
+ * 32 bytes.
  */
 const TOKEN_STRIDE = 8;
 const TOKEN_PRIMARY = 0;
@@ -128,9 +127,10 @@ const TOKEN_LENGTH = 7;
 const PARTICLE_SHIFT = 16;
 const LENGTH_MASK = (1 << PARTICLE_SHIFT) - 1;
 const PARTICLE_MASK = 0x3f;
-const KIND_SHIFT = 22;
-const KIND_MASK = 0x7;
-const JOINED_TOKEN = 1 << 25;
+const SPELLING_SHIFT = 22;
+const SPELLING_MASK = 0x7;
+const DROPPED_PARTICLES = 1 << 25;
+const JOINED_TOKEN = 1 << 26;
 /** An unreadable birth year in entryFacts (years are at most four characters, so never this). */
 const NO_YEAR = -0x80000000;
 
@@ -219,11 +219,14 @@ interface QueryToken {
   bits: number;
   /** The character codes of its letters (without JOIN_MARK). */
   chars: Uint16Array;
-  /** Its particles (normalize.ts tokenParticle): how many letters, and their kind. */
+  /** Its particles (normalize.ts tokenParticle): how many letters, their spelling, whether names drop them all. */
   particleLength: number;
-  particleKind: number;
+  particleSpelling: number;
+  particleDropped: boolean;
   /** A token of a joined form made by joining particles to a word (see pairSlot). */
   joined: boolean;
+  /** Whether it starts with a joinable particle, however few letters follow: what joined forms can match better than names (see narrow). */
+  mayJoin: boolean;
 }
 
 let jaroFlagsA = new Uint8Array(64);
@@ -298,19 +301,16 @@ function characterBits(token: string): number {
   return bits;
 }
 
-/** A token's letters: without JOIN_MARK. */
-function lettersOf(token: string): string {
-  return token.replace(JOIN_MARK, '');
-}
-
 /**
  * The keys that joined tokens are indexed under: the Double Metaphone codes of the word after the
- * particles ("bin|laden" sounds like "laden", where the particle would fill a code of four) and
- * the first PREFIX_KEY_LENGTH letters after them, with them ("binlade"), so that the joined tokens
- * of a common particle do not all share one key ("alha", "abdu") and crowd out the one asked for.
- * A token of a name as listed is indexed under its own codes and first letters (see build).
+ * particle (normalize.ts keyParticle: "bin|laden" sounds like "laden", where the particle would
+ * fill a code of four) and the first PREFIX_KEY_LENGTH letters after it, with it ("binlade"), so
+ * that the joined tokens of a common particle do not all share one key ("alha", "abdu") and crowd
+ * out the one asked for. Without such a particle, a token's own codes and first letters, as for a
+ * token of a name as listed (see build).
  */
-function wordKeys(letters: string, particleLength: number): [string, string, string] {
+function wordKeys(letters: string): [string, string, string] {
+  const particleLength = keyParticle(letters)?.length ?? 0;
   const [primary, secondary] = phoneticKeys(letters.slice(particleLength));
   return [primary, secondary, letters.slice(0, particleLength + PREFIX_KEY_LENGTH)];
 }
@@ -454,8 +454,6 @@ export class SanctionsIndex {
   private cursorCredit = new Float64Array(0);
   private cursorToken = new Int32Array(0);
   private cursorOrder = new Int32Array(0);
-  /** openCursors' keys of one query token. */
-  private readonly cursorKeys = new Int32Array(6);
   /** Per query token, in the narrowing: the largest credit counted so far. */
   private tokenCredit = new Float64Array(8);
   /** The narrowing's heap of the best names so far. */
@@ -590,9 +588,7 @@ export class SanctionsIndex {
       const letters = tokenLetters[id]!;
       const joined = letters !== token;
       const particle = tokenParticle(token);
-      const [primary, secondary, prefix] = joined
-        ? wordKeys(letters, particle.length)
-        : [...phoneticKeys(letters), letters.slice(0, PREFIX_KEY_LENGTH)];
+      const [primary, secondary, prefix] = joined ? wordKeys(letters) : [...phoneticKeys(letters), letters.slice(0, PREFIX_KEY_LENGTH)];
       const primaryId = keyId(primary);
       const secondaryId = keyId(secondary);
       const prefixId = keyId(prefix);
@@ -610,7 +606,11 @@ export class SanctionsIndex {
         : Math.log(1 + listedNames / Math.max(1, tokenFrequency[id]!));
       tokenRecords[record + TOKEN_CHARS] = charsUsed;
       tokenRecords[record + TOKEN_LENGTH] =
-        letters.length | (particle.length << PARTICLE_SHIFT) | (particle.kind << KIND_SHIFT) | (joined ? JOINED_TOKEN : 0);
+        letters.length |
+        (particle.length << PARTICLE_SHIFT) |
+        (particle.spelling << SPELLING_SHIFT) |
+        (particle.dropped ? DROPPED_PARTICLES : 0) |
+        (joined ? JOINED_TOKEN : 0);
       for (let i = 0; i < letters.length; i++) tokenChars[charsUsed++] = letters.charCodeAt(i);
     });
     const listedWeight = Float64Array.from(listedTokens, (tokens) =>
@@ -921,7 +921,7 @@ export class SanctionsIndex {
       const joined = letters !== text;
       const particle = tokenParticle(text);
       const [primaryCode, secondaryCode] = phoneticKeys(letters);
-      const [wordPrimary, wordSecondary, joinedPrefix] = particle.length > 0 ? wordKeys(letters, particle.length) : [primaryCode, secondaryCode, ''];
+      const [wordPrimary, wordSecondary, joinedPrefix] = keyParticle(letters) !== undefined ? wordKeys(letters) : [primaryCode, secondaryCode, ''];
       const tokenId = this.tokenIds.get(text);
       // A token the list has never seen is as rare as a token can be; a joined one weighs what its parts do (see build).
       const weightOf = (part: string): number => {
@@ -941,8 +941,10 @@ export class SanctionsIndex {
         bits: characterBits(letters),
         chars: codesOf(letters),
         particleLength: particle.length,
-        particleKind: particle.kind,
+        particleSpelling: particle.spelling,
+        particleDropped: particle.dropped,
         joined,
+        mayJoin: joined || particle.length > 0 || startsWithParticle(letters),
       };
       if (this.queryTokenMemo.size >= QUERY_TOKEN_MEMO_SIZE) this.queryTokenMemo.clear();
       this.queryTokenMemo.set(text, token);
@@ -981,7 +983,7 @@ export class SanctionsIndex {
     this.takeCandidates(kept, 0);
     // The joined forms, in a narrowing of their own, where a token of the query starts with a
     // particle: only those can make a joined form score above its name as listed.
-    if (!queryTokens.some((token) => token.particleLength > 0)) return kept;
+    if (!queryTokens.some((token) => token.mayJoin)) return kept;
     let joined = 0;
     for (let group = 0; group < SCHEMA_COUNT; group++) {
       if (schema !== 0 && group !== 0 && group !== schema) continue;
@@ -1112,14 +1114,14 @@ export class SanctionsIndex {
   /**
    * One cursor per posting list of the query, in query token order, each token's prefix key
    * first: its position, end, current name and the credit a name there earns. Over joined forms
-   * (`joined`) a token also has the lists of its word's keys and its joined prefix key (see
-   * wordKeys), which the joined tokens are indexed under. Returns the count; `cursorOrder` holds
-   * them sorted by current name.
+   * (`joined`) a token that starts with a particle has the lists of its joined prefix key and its
+   * word's codes instead (see wordKeys), which joined tokens are indexed under: the shorter keys of
+   * a common particle ("abdu", APTL) would rank every name with such a token alike. Returns the
+   * count; `cursorOrder` holds them sorted by current name.
    */
   private openCursors(queryTokens: QueryToken[], first: number, end: number, joined: boolean): number {
     const { postingStart, postings } = this.data;
-    const lists = joined ? 6 : 3;
-    const needed = queryTokens.length * lists;
+    const needed = queryTokens.length * 3;
     if (this.cursorAt.length < needed) {
       this.cursorAt = new Int32Array(needed);
       this.cursorEnd = new Int32Array(needed);
@@ -1128,30 +1130,23 @@ export class SanctionsIndex {
       this.cursorToken = new Int32Array(needed);
       this.cursorOrder = new Int32Array(needed);
     }
-    const keys = this.cursorKeys;
     let cursors = 0;
     for (let index = 0; index < queryTokens.length; index++) {
       const token = queryTokens[index]!;
       const soundAlikeWeight = token.weight * (token.chars.length <= SHORT_TOKEN_LENGTH ? PHONETIC_WEIGHT : SOUND_ALIKE_CREDIT);
-      keys[0] = token.prefix;
-      keys[1] = token.primary;
-      keys[2] = token.secondary;
-      keys[3] = token.joinedPrefix;
-      keys[4] = token.wordPrimary;
-      keys[5] = token.wordSecondary;
-      for (let list = 0; list < lists; list++) {
-        const key = keys[list]!;
+      const byWord = joined && token.joinedPrefix >= 0;
+      const primary = byWord ? token.wordPrimary : token.primary;
+      const secondary = byWord ? token.wordSecondary : token.secondary;
+      for (let list = 0; list < 3; list++) {
+        const key = list === 0 ? (byWord ? token.joinedPrefix : token.prefix) : list === 1 ? primary : secondary === primary ? -1 : secondary;
         if (key < 0) continue;
-        let repeated = false;
-        for (let earlier = 0; earlier < list; earlier++) repeated ||= keys[earlier] === key;
-        if (repeated) continue;
         const start = lowerBound(postings, postingStart[key]!, postingStart[key + 1]!, first);
         const stop = lowerBound(postings, start, postingStart[key + 1]!, end);
         if (start === stop) continue;
         const cursor = cursors++;
         this.cursorEnd[cursor] = stop;
         this.moveCursor(cursor, start);
-        this.cursorCredit[cursor] = list === 0 || list === 3 ? token.weight : soundAlikeWeight;
+        this.cursorCredit[cursor] = list === 0 ? token.weight : soundAlikeWeight;
         this.cursorToken[cursor] = index;
         this.cursorOrder[cursor] = cursor;
       }
@@ -1238,41 +1233,41 @@ export class SanctionsIndex {
         continue;
       }
       // A joined token ("bin|laden"): the same letters are the same name ("binladen"). Otherwise
-      // it is compared by its word with the other token's word, and only where their particles
-      // say the same (normalize.ts tokenParticle): "al Qaida" and "Alqasim" are as different as
-      // "qaida" and "qasim", "Abdul Malik" and "Abdelhay" as "malik" and "hay", "Abdul Baazaoui"
-      // is no spelling of "Abdul" nor "Abdul Mazai" of "Mazai", where the particles' letters and
-      // Double Metaphone codes would make them so. A token of a name as written is read with the
-      // joined token's particles where it starts with them. (Without the bits, which are the
-      // whole tokens'.)
+      // it is compared by its word ("laden"), with the other token's word where that starts with
+      // a spelling of the same particle, or with the whole other token where names drop its
+      // particles, as they do written apart; and not at all where they keep them: "al Qaida" and
+      // "Alqasim" are as different as "qaida" and "qasim", "Abdul Malik" and "Abdelhay" as "malik"
+      // and "hay", and "Abdul Baazaoui" is no spelling of "Abdul" nor "Abdul Mazai" of "Mazai",
+      // where the particles' letters and Double Metaphone codes would make them so. (Without the
+      // bits, which are the whole tokens'.)
       const queryLength = token.chars.length;
       if (token.id === candidateToken || (queryLength === length && sameCodes(token.chars, 0, tokenChars, charsAt, length))) {
         pairAgree[pair] = 1;
         pairSimilarity[pair] = 1;
         continue;
       }
-      let querySkip = token.particleLength;
-      let queryKind = token.particleKind;
-      let indexSkip = (facts >>> PARTICLE_SHIFT) & PARTICLE_MASK;
-      let indexKind = (facts >>> KIND_SHIFT) & KIND_MASK;
-      if (!token.joined) {
-        if (indexSkip + MIN_WORD_LENGTH <= queryLength && sameCodes(token.chars, 0, tokenChars, charsAt, indexSkip)) {
-          querySkip = indexSkip;
-          queryKind = indexKind;
-        }
-      } else if (!joined && querySkip + MIN_WORD_LENGTH <= length && sameCodes(token.chars, 0, tokenChars, charsAt, querySkip)) {
-        indexSkip = querySkip;
-        indexKind = queryKind;
-      }
-      if (queryKind !== indexKind || querySkip >= queryLength || indexSkip >= length) {
+      const indexLength = (facts >>> PARTICLE_SHIFT) & PARTICLE_MASK;
+      const indexSpelling = (facts >>> SPELLING_SHIFT) & SPELLING_MASK;
+      const sameParticle = token.particleSpelling !== 0 && token.particleSpelling === indexSpelling;
+      const indexDropped = (facts & DROPPED_PARTICLES) !== 0;
+      let querySkip = 0;
+      let indexSkip = 0;
+      if (sameParticle || (token.joined && joined && token.particleDropped && indexDropped)) {
+        querySkip = token.particleLength;
+        indexSkip = indexLength;
+      } else if (token.joined && !joined && token.particleDropped) querySkip = token.particleLength;
+      else if (joined && !token.joined && indexDropped) indexSkip = indexLength;
+      else {
         pairAgree[pair] = 0;
         pairSimilarity[pair] = 0;
         continue;
       }
       const other = secondary < 0 ? primary : secondary;
       const agree = keysAgree(token.wordPrimary, token.wordSecondary, primary, other) || keysAgree(token.primary, token.secondary, primary, other);
-      pairAgree[pair] = agree ? 1 : 0;
-      pairSimilarity[pair] = tokenSimilarity(token.chars, querySkip, queryLength - querySkip, tokenChars, charsAt + indexSkip, length - indexSkip, agree, -1, -1);
+      const similarity = tokenSimilarity(token.chars, querySkip, queryLength - querySkip, tokenChars, charsAt + indexSkip, length - indexSkip, agree, -1, -1);
+      // The codes of a token that starts with a particle are the particle's more than the word's ("abdalla" and "abd|al|ghafar"): they agree only where the words are alike.
+      pairAgree[pair] = agree && similarity > 0 ? 1 : 0;
+      pairSimilarity[pair] = similarity;
     }
     pairState[candidateToken * 2] = this.queryStamp;
     pairState[candidateToken * 2 + 1] = slot;

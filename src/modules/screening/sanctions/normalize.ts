@@ -54,75 +54,81 @@ export const JOINABLE_PARTICLES: readonly string[] = [
   // Longest first, so that a token is read with the longest particle it starts with.
 ].sort((a, b) => b.length - a.length || (a < b ? -1 : 1));
 const JOINABLE = new Set(JOINABLE_PARTICLES);
-/** Joinable particles that names keep (not in PARTICLES), in groups of spellings of one particle. */
-const KEPT_PARTICLE_GROUPS: readonly (readonly string[])[] = [
+/** Spellings of one particle: a token read with one of them is compared with a token read with another by what follows. */
+const PARTICLE_SPELLINGS: readonly (readonly string[])[] = [
   ['abd', 'abdal', 'abdel', 'abdul', 'abdur'],
   ['abu', 'abou'],
-  ['ben'],
-  ['della'],
-  ['das', 'dos'],
-  ['den'],
+  ['al', 'el'],
+  ['bin', 'ben', 'ibn', 'bint'],
+  ['van', 'von', 'vanden', 'vander', 'den', 'der'],
+  ['da', 'das', 'de', 'del', 'dela', 'delas', 'della', 'delos', 'di', 'dos', 'du', 'la', 'las', 'le', 'los'],
 ];
 /** Letters a token keeps after its particle for the particle to count as one ("Alan" and "Dean" have none). */
 const MIN_PARTICLE_REST = 3;
-/** Between the particles and the word of a joined token ("bin|laden"): tokens are [a-z0-9]+ otherwise. */
+/** Between the parts of a joined token, its particles and its word ("bin|laden", "abd|al|wahhab"): tokens are [a-z0-9]+ otherwise. */
 export const JOIN_MARK = '|';
 
-/**
- * What a particle says of a name: 0 for one that names drop (PARTICLES: "al", "bin", "van"),
- * which says nothing, otherwise its group of spellings plus one ("abdul" and "abdel" say the
- * same, "abu" something else).
- */
-function particleKind(particle: string): number {
-  return PARTICLES.has(particle) ? 0 : KEPT_PARTICLE_GROUPS.findIndex((group) => group.includes(particle)) + 1;
+/** A token's letters: a joined token's without JOIN_MARK. */
+export function lettersOf(token: string): string {
+  return token.includes(JOIN_MARK) ? token.replaceAll(JOIN_MARK, '') : token;
 }
 
-/** The particles a token starts with: how many letters, and what they say (see particleKind). */
+/** The particles a token starts with (see tokenParticle). */
 export interface TokenParticle {
+  /** How many letters. */
   length: number;
-  kind: number;
+  /** Their spellings' group (PARTICLE_SPELLINGS) plus one, 0 for none. */
+  spelling: number;
+  /** Whether names drop all of them (PARTICLES: "al", "bin"; not "abdul"). */
+  dropped: boolean;
 }
 
-/** The particles a run of them is made of ("binla": bin, la), longest first where two could start it. */
-export function chainParticles(chain: string): string[] {
-  const particles: string[] = [];
-  for (let at = 0; at < chain.length; ) {
-    const particle = JOINABLE_PARTICLES.find((candidate) => chain.startsWith(candidate, at));
-    if (particle === undefined) break;
-    particles.push(particle);
-    at += particle.length;
-  }
-  return particles;
+function spellingOf(particle: string): number {
+  return PARTICLE_SPELLINGS.findIndex((group) => group.includes(particle)) + 1;
+}
+
+/** Whether a token starts with a joinable particle and has letters after it ("el45", "labo", "alqaida"). */
+export function startsWithParticle(token: string): boolean {
+  return JOINABLE_PARTICLES.some((particle) => token.length > particle.length && token.startsWith(particle));
 }
 
 /**
- * The longest joinable particle a token starts with where at least three letters follow
- * ("alqaida": "al"; "Alan", "Dean": none), read in its letters alone: a joined token
- * ("bin|laden", "binla|den" or "abd|alwahab") has the particle that the same letters written
- * together have ("binladen", "abdalwahab"), however the name ran its particles, or else its run
- * of particles ("al|id"). The matcher compares a token that a name's joined form made by the word
- * after it.
+ * The particles a token starts with, by which the matcher compares it with a joined token: a
+ * joined token's as joined ("abd|al|wahhab": abd, al), another token's the longest joinable
+ * particle that at least three letters follow ("alqaida": al; "Alan", "Dean": none).
  */
 export function tokenParticle(token: string): TokenParticle {
-  const mark = token.indexOf(JOIN_MARK);
-  const letters = mark < 0 ? token : token.replace(JOIN_MARK, '');
-  for (const particle of JOINABLE_PARTICLES) {
-    if (letters.length - particle.length >= MIN_PARTICLE_REST && letters.startsWith(particle)) return { length: particle.length, kind: particleKind(particle) };
+  const parts = token.split(JOIN_MARK);
+  if (parts.length > 1) {
+    const particles = parts.slice(0, -1);
+    return {
+      length: token.length - parts.length + 1 - parts.at(-1)!.length,
+      spelling: spellingOf(particles[0]!),
+      dropped: particles.every((particle) => PARTICLES.has(particle)),
+    };
   }
-  if (mark < 0) return { length: 0, kind: 0 };
-  const kinds = chainParticles(token.slice(0, mark)).map(particleKind);
-  return { length: mark, kind: kinds.find((kind) => kind !== 0) ?? 0 };
+  const particle = keyParticle(token);
+  return particle === undefined ? { length: 0, spelling: 0, dropped: false } : { length: particle.length, spelling: spellingOf(particle), dropped: PARTICLES.has(particle) };
 }
 
 /**
- * The parts of a joined token that names as written keep as tokens of their own: its particles
- * that are no PARTICLES ("abdul|rahman": abdul) and its word (rahman). A joined token weighs what
- * they weigh together, as the name written apart does.
+ * The particle that a token's keys are taken after (see the matcher's wordKeys): in its letters
+ * alone, the longest joinable particle that at least three letters follow, so that the writings
+ * of one name ("bin|laden", "bin|la|den", "binladen"; "abd|al|wahab", "abdal|wahab") have the
+ * same keys however they ran their particles.
+ */
+export function keyParticle(letters: string): string | undefined {
+  return JOINABLE_PARTICLES.find((particle) => letters.length - particle.length >= MIN_PARTICLE_REST && letters.startsWith(particle));
+}
+
+/**
+ * The parts of a joined token that the name written apart keeps as tokens of its own: the
+ * particles that are no PARTICLES ("abdul|rahman": abdul) and the word (rahman). A joined token
+ * weighs what they weigh together.
  */
 export function joinedParts(token: string): string[] {
-  const mark = token.indexOf(JOIN_MARK);
-  if (mark < 0) return [token];
-  return [...chainParticles(token.slice(0, mark)).filter((particle) => !PARTICLES.has(particle)), token.slice(mark + 1)];
+  const parts = token.split(JOIN_MARK);
+  return [...parts.slice(0, -1).filter((particle) => !PARTICLES.has(particle)), parts.at(-1)!];
 }
 
 /** The name's words; with `commas`, each comma is a token "," of its own. */
@@ -163,13 +169,12 @@ export function normalizeName(name: string): string[] {
 
 /**
  * normalizeName's tokens and the name's joined form: the same, except that each run of joinable
- * particles is joined to the word after it, with JOIN_MARK between them ("BIN LADEN, Hamza" gives
- * hamza, laden and bin|laden, hamza; "van der Berg" gives vander|berg; a title after a particle is
- * part of the name: "Ibn al-Shaykh" gives ibnal|shaykh). A comma ends a run. A run with no word
- * after it stays where the name keeps one of its particles ("KHAN, Abdul") or where two or more
- * make a word ("BIN LA DEN, Usama" gives binla|den, "Robinson Du van" du|van), and goes
- * otherwise ("HASSAN, Muhammad al-", "CRUZ, Juan de la"). The two writings of a name, particles
- * apart or joined, have joined forms of the same letters.
+ * particles is joined to the word after it, with JOIN_MARK between the parts ("BIN LADEN, Hamza"
+ * gives hamza, laden and bin|laden, hamza; "van der Berg" gives van|der|berg). A comma or a
+ * title ends a run. A run with no word after it stays where the name keeps one of its particles ("KHAN, Abdul") or where
+ * two or more make a word ("BIN LA DEN, Usama" gives bin|la|den, "Robinson Du van" du|van), and
+ * goes otherwise ("HASSAN, Muhammad al-", "CRUZ, Juan de la"). The two writings of a name,
+ * particles apart or joined, have joined forms of the same letters (lettersOf).
  */
 export function nameForms(name: string): NameForms {
   const tokens = tokenize(name, true);
@@ -185,7 +190,7 @@ export function nameForms(name: string): NameForms {
   };
   const flush = (): void => {
     if (run.length === 1 && runKept) joined.push(run[0]!);
-    else if (run.length > 1 && (runKept || !PARTICLES.has(run.join('')))) joined.push(`${run.slice(0, -1).join('')}${JOIN_MARK}${run.at(-1)!}`);
+    else if (run.length > 1 && (runKept || !PARTICLES.has(run.join('')))) joined.push(run.join(JOIN_MARK));
     endRun();
   };
   for (let i = 0; i < tokens.length; ) {
@@ -201,8 +206,7 @@ export function nameForms(name: string): NameForms {
     }
     if (LEGAL_FORM_WORDS.has(token)) continue;
     if (HONORIFICS.has(token)) {
-      if (run.length > 0) joined.push(`${run.join('')}${JOIN_MARK}${token}`);
-      endRun();
+      flush();
       continue;
     }
     const dropped = PARTICLES.has(token);
@@ -218,7 +222,7 @@ export function nameForms(name: string): NameForms {
       continue;
     }
     kept.push(token);
-    joined.push(run.length > 0 ? `${run.join('')}${JOIN_MARK}${token}` : token);
+    joined.push(run.length > 0 ? [...run, token].join(JOIN_MARK) : token);
     endRun();
   }
   flush();
