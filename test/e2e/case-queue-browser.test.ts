@@ -6,18 +6,17 @@
  * axe-core checks every page visited: no serious or critical violation. No script dialogs or
  * console errors. Skipped visibly without chromium.
  */
-import fs from 'node:fs';
-import path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import test, { type ExecutionContext } from 'ava';
 import type { Page } from 'playwright-core';
 import { permissionCodenames } from '../../src/app/registrations.ts';
 import { createUser } from '../../src/modules/staff/service.ts';
+import { setApprovalPolicies } from '../../src/app/policies.ts';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { browserAvailable, browserTest, launchBrowser, seriousViolations } from '../helpers/browser.ts';
 
 const PASSWORD = 'indigo-lantern-harbour-27';
-const OFFICER = ['engine.view_watchlist', 'engine.change_watchlist', 'engine.view_alert', 'customer.view_customer', 'auth.view_user'];
+const OFFICER = ['engine.view_watchlist', 'engine.change_watchlist', 'engine.view_alert', 'customer.view_customer', 'auth.view_user', 'approval.view_approvalrequest'];
 
 let app: TestApp;
 let browsers: Awaited<ReturnType<typeof launchBrowser>>[] = [];
@@ -177,6 +176,39 @@ browserTest('a bulk status change with one rationale from the list: the action a
   t.deepEqual(problems, []);
 });
 
-if (browserAvailable && !fs.existsSync(path.join(process.cwd(), 'node_modules', 'axe-core'))) {
-  console.log('case-queue-browser: axe-core is missing (npm install --save-dev axe-core); the browser tests will fail');
-}
+browserTest('under a change policy on cases, a bulk close with a clear decision becomes one approval request per case; a checker approves one from its page', async (t) => {
+  const page = browsers[0]!.page;
+  const db = app.database.knex;
+  await setApprovalPolicies(db, { model: 'engine.watchlist', operations: ['change'], signerPermission: 'engine.change_watchlist' });
+  try {
+    const chosen = [await makeCase('mc1', 30, 5, users.ada!), await makeCase('mc2', 30, 4, users.ada!)];
+    await page.goto(`${app.url}/admin/engine/watchlist/?assignee_id__assigned=me`);
+    for (const caseId of chosen) await page.check(`input[name=_selected_action][value="${caseId}"]`);
+    await page.selectOption('#id_action', 'close');
+    await follow(page, '.actions button[type=submit]');
+    await audit(t, page, 'the bulk close form');
+    await page.fill('#id_rationale', 'Salary payments; employer confirmed.');
+    await page.selectOption('#id_clear_decision', 'ACCEPT');
+    await follow(page, '.submit-row button[type=submit]');
+    t.regex(await page.locator('ul.messages').innerText(), /2 cases submitted for approval/);
+    await audit(t, page, 'the list after a bulk change became requests');
+    for (const caseId of chosen) t.is((await db('cases').where({ id: caseId }).first()).status, 'open', 'nothing changes before the checker signs');
+    const requests = await db('approval_requests').whereIn('object_id', chosen).where({ content_type: 'engine.watchlist', status: 'pending' });
+    t.is(requests.length, 2);
+
+    const checker = browsers[1]!.page;
+    await logIn(checker, 'ben');
+    await checker.goto(`${app.url}/admin/approval/approvalrequest/${requests[0]!.id}/change/`);
+    await checker.fill('.casework-approval textarea[name=reason]', 'Agreed.');
+    await follow(checker, '.casework-approval button[value=approve]');
+    await audit(t, checker, 'the approved request');
+    const approved = await db('cases').where({ id: requests[0]!.object_id }).first();
+    t.is(approved.status, 'closed');
+    const history = await db('case_history').where({ case_id: approved.id }).orderBy('id', 'desc').first();
+    t.is(history.rationale, 'Salary payments; employer confirmed.');
+    t.true(Boolean(await db('admin_log_entries').where({ content_type: 'engine.watchlist', object_id: approved.id, approval_request_id: requests[0]!.id }).first()), 'the audit row names the request');
+    t.deepEqual(problems, []);
+  } finally {
+    await db('approval_policies').delete();
+  }
+});

@@ -704,8 +704,11 @@ function changeLines(model: BoundModel, change: unknown): string[] {
   if (!change || typeof change !== 'object' || Array.isArray(change)) return change === null || change === undefined ? [] : [JSON.stringify(change)];
   return Object.entries(change as Record<string, unknown>).map(([name, value]) => {
     const field = name === 'action' ? 'Action' : nameLabel(model, name);
-    if (Array.isArray(value) && value.length === 2) return `${field}: ${short(value[0])} → ${short(value[1])}`;
-    return `${field}: ${short(value)}`;
+    // Labels, not codes: a status reads "In review", not in_review.
+    const choices = model.formFields.find((candidate) => candidate.name === name)?.choices;
+    const shown = (stored: unknown) => choices?.find((choice) => choice.value === String(stored))?.label ?? short(stored);
+    if (Array.isArray(value) && value.length === 2) return `${field}: ${shown(value[0])} → ${shown(value[1])}`;
+    return `${field}: ${shown(value)}`;
   });
 }
 

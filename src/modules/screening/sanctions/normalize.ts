@@ -79,7 +79,7 @@ export interface TokenParticle {
   length: number;
   /** Their spellings' group (PARTICLE_SPELLINGS) plus one, 0 for none. */
   spelling: number;
-  /** Whether names drop all of them (PARTICLES: "al", "bin"; not "abdul"). */
+  /** Whether names drop all of them (PARTICLES: "al", "bin"; not "abdul"), and so the word is the name without them (not a title's: "al|sheikh"). */
   dropped: boolean;
 }
 
@@ -104,7 +104,8 @@ export function tokenParticle(token: string): TokenParticle {
     return {
       length: token.length - parts.length + 1 - parts.at(-1)!.length,
       spelling: spellingOf(particles[0]!),
-      dropped: particles.every((particle) => PARTICLES.has(particle)),
+      // A title joined to particles is a name only with them: "al|sheikh" is no spelling of "Cheikh".
+      dropped: particles.every((particle) => PARTICLES.has(particle)) && !HONORIFICS.has(parts.at(-1)!),
     };
   }
   const particle = keyParticle(token);
@@ -170,8 +171,9 @@ export function normalizeName(name: string): string[] {
 /**
  * normalizeName's tokens and the name's joined form: the same, except that each run of joinable
  * particles is joined to the word after it, with JOIN_MARK between the parts ("BIN LADEN, Hamza"
- * gives hamza, laden and bin|laden, hamza; "van der Berg" gives van|der|berg). A comma or a
- * title ends a run. A run with no word after it stays where the name keeps one of its particles ("KHAN, Abdul") or where
+ * gives hamza, laden and bin|laden, hamza; "van der Berg" gives van|der|berg; after a particle a
+ * title is a word: "Ibn al-Shaykh" gives ibn|al|shaykh). A comma ends a run. A run with no word
+ * after it stays where the name keeps one of its particles ("KHAN, Abdul") or where
  * two or more make a word ("BIN LA DEN, Usama" gives bin|la|den, "Robinson Du van" du|van), and
  * goes otherwise ("HASSAN, Muhammad al-", "CRUZ, Juan de la"). The two writings of a name,
  * particles apart or joined, have joined forms of the same letters (lettersOf).
@@ -206,7 +208,9 @@ export function nameForms(name: string): NameForms {
     }
     if (LEGAL_FORM_WORDS.has(token)) continue;
     if (HONORIFICS.has(token)) {
-      flush();
+      // After a particle a title is a word of the name ("Ibn al-Shaykh", "El Sheikh", "Al Haji").
+      if (run.length > 0) joined.push([...run, token].join(JOIN_MARK));
+      endRun();
       continue;
     }
     const dropped = PARTICLES.has(token);
