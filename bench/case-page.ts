@@ -37,7 +37,7 @@ function percentile(samples: number[], fraction: number): number {
 const ms = (value: number) => value.toFixed(2);
 
 /** The store, every case with ten alerts, and the busy case (customer c-0) with its 1,000-entry timeline. */
-async function seed(db: ReturnType<typeof createKnex>, officerId: string): Promise<string> {
+export async function seedCasePage(db: ReturnType<typeof createKnex>, officerId: string): Promise<string> {
   await db('events').insert({ slug: 'payment', name: 'Payment', type: 1 });
   await db('rules').insert(
     Array.from({ length: 30 }, (_, index) => ({ code: `R${index}`, name: `Rule number ${index}`, target: 'financial', expression: '{"==":[1,1]}', score: 10, updated_by: 'bench' })),
@@ -106,7 +106,7 @@ export async function benchCasePage(): Promise<void> {
     const operator = { actor: { type: 'operator' as const, id: 'bench' }, known: new Set(permissionCodenames()) };
     const user = await createUser(db, { username: 'officer', full_name: 'Olga Officer', password: 'a sturdy bench passphrase', is_superuser: true }, operator);
     const seeding = performance.now();
-    const caseId = await seed(db, user.id);
+    const caseId = await seedCasePage(db, user.id);
     const entries = Number(
       ((await db.raw(
         `select (select count(*) from alerts where case_id = $1) + (select count(*) from case_history where case_id = $1) + (select count(*) from case_notes where case_id = $1)

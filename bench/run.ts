@@ -10,6 +10,7 @@ import { benchIngest } from './ingest.ts';
 import { benchMobileIdentity } from './mobile-identity.ts';
 import { benchAlerts } from './alerts.ts';
 import { benchReplay } from './replay.ts';
+import { benchSanctionsRecall } from './sanctions-recall.ts';
 import { benchTokenCheck } from './token-check.ts';
 import { benchSoak, benchUpsertLoad } from './upsert-load.ts';
 import { benchVision } from './vision.ts';
@@ -27,6 +28,7 @@ const BENCHMARKS: Record<string, () => Promise<void>> = {
   dashboard: benchDashboard,
   replay: benchReplay,
   alerts: benchAlerts,
+  'sanctions-recall': benchSanctionsRecall,
 };
 
 const selected = process.argv.slice(2);

@@ -69,8 +69,10 @@ export function joinedVariant(name: string): string | null {
   for (let i = 1; i < parts.length; i += 2) {
     const separator = parts[i]!;
     const next = parts[i + 1]!;
-    // Not into an initial or abbreviation ("S.A. de C.V." stays), nor into a word the matcher leaves out (a legal form, a title).
-    if (PARTICLES.includes(plain(parts[i - 1]!)) && next.length > 1 && /^[\s-]+$/.test(separator) && normalizeName(`x ${next}`).length > 1) {
+    // Into another particle or a word, not into an initial or abbreviation ("S.A. de C.V." stays)
+    // nor a word the matcher leaves out (a legal form, a title).
+    const intoWord = PARTICLES.includes(plain(next)) || (next.length > 1 && normalizeName(`x ${next}`).length > 1);
+    if (PARTICLES.includes(plain(parts[i - 1]!)) && intoWord && /^[\s-]+$/.test(separator)) {
       out += next;
       changed = true;
     } else out += separator + next;

@@ -76,50 +76,57 @@ export async function caseEvidence(db: Knex, site: AdminSite, principal: Princip
   const sessions = site.models.get('document.documentverificationsession');
   const showCustomer = mayName(site, principal, customers.key);
   const showAlerts = mayName(site, principal, 'engine.alert');
-  const [customer, alerts, total] = await Promise.all([
+  const [customer, alerts] = await Promise.all([
     showCustomer ? (db('customers').where('id', String(caseRow.customer_id)).first() as Promise<Row | undefined>) : Promise.resolve(undefined),
     showAlerts
       ? (db('alerts').where('case_id', String(caseRow.id)).orderBy('created_at', 'desc').orderBy('id', 'desc').limit(EVIDENCE_ALERTS)
           .select('id', 'target', 'record_id', 'record_ref', 'log_id', 'kind', 'score', 'decision', 'rule_codes', 'status', 'created_at') as Promise<Row[]>)
       : Promise.resolve([] as Row[]),
-    showAlerts ? db('alerts').where('case_id', String(caseRow.id)).count<{ count: string }[]>('* as count').then((rows) => Number(rows[0]!.count)) : Promise.resolve(0),
   ]);
-  const kyc =
-    customer && sessions && site.can(principal, sessions, 'view')
-      ? ((await db('verification_sessions').where('customer_ref', String(customer.customer_ref)).orderBy('created_at', 'desc').limit(5).select('id', 'status', 'flow_code', 'created_at')) as Row[]).map((session) => ({
-          pk: String(session.id),
-          status: valueText(sessions, 'status', session.status),
-          flow: String(session.flow_code),
-          created_at: formatTimestamp(session.created_at as Date),
-        }))
-      : null;
+  // Everything else needs only the customer and the alerts: asked at once.
+  const [kyc, records] = await Promise.all([
+    customer && sessions && site.can(principal, sessions, 'view') ? kycSessions(db, sessions, String(customer.customer_ref)) : Promise.resolve(null),
+    showAlerts ? alertedRecords(db, site, principal, alerts) : Promise.resolve(null),
+  ]);
   return {
     customer: customer ? { pk: String(customer.id), repr: customers.repr(customer), fields: labelled(site, principal, customers, customer, CUSTOMER_FIELDS) } : null,
     kyc,
-    records: showAlerts ? await alertedRecords(db, site, principal, alerts) : null,
-    alerts_total: total,
+    records,
+    // The count the alerts' writer keeps on the case.
+    alerts_total: showAlerts ? Number(caseRow.alert_count ?? alerts.length) : 0,
   };
 }
 
-/** The alerts' records and matched rules: one statement per record table and one for the logs and rules, whatever the number of alerts. */
+async function kycSessions(db: Knex, sessions: BoundModel, customerRef: string): Promise<NonNullable<CaseEvidence['kyc']>> {
+  const rows = (await db('verification_sessions').where('customer_ref', customerRef).orderBy('created_at', 'desc').limit(5).select('id', 'status', 'flow_code', 'created_at')) as Row[];
+  return rows.map((session) => ({
+    pk: String(session.id),
+    status: valueText(sessions, 'status', session.status),
+    flow: String(session.flow_code),
+    created_at: formatTimestamp(session.created_at as Date),
+  }));
+}
+
+/** The alerts' records and matched rules: one statement per record table, one for the logs and one for the rules, all sent at once. */
 async function alertedRecords(db: Knex, site: AdminSite, principal: Principal, alerts: readonly Row[]): Promise<EvidenceRecord[]> {
   const byTarget = new Map<string, string[]>();
   for (const alert of alerts) byTarget.set(String(alert.target), [...(byTarget.get(String(alert.target)) ?? []), String(alert.record_id)]);
   const records = new Map<string, Row>();
-  await Promise.all(
-    [...byTarget].map(async ([target, ids]) => {
+  const logIds = [...new Set(alerts.map((alert) => alert.log_id).filter((id): id is string => typeof id === 'string'))];
+  const codes = new Set<string>();
+  for (const alert of alerts) for (const code of (alert.rule_codes as string[]) ?? []) codes.add(code);
+  const [logs, rules] = await Promise.all([
+    logIds.length ? (db('execution_logs').whereIn('id', logIds).select('id', 'matched_rules') as Promise<Row[]>) : Promise.resolve([] as Row[]),
+    codes.size ? (db('rules').whereIn('code', [...codes]).select('code', 'name') as Promise<Row[]>) : Promise.resolve([] as Row[]),
+    ...[...byTarget].map(async ([target, ids]) => {
       const spec = RECORDS[target];
       if (!spec || !mayName(site, principal, spec.model)) return;
       const rows = (await db(spec.table).whereIn('id', [...new Set(ids)]).select('id', ...spec.fields)) as Row[];
       for (const row of rows) records.set(`${target}:${String(row.id)}`, row);
     }),
-  );
-  const logIds = [...new Set(alerts.map((alert) => alert.log_id).filter((id): id is string => typeof id === 'string'))];
-  const logs = logIds.length ? ((await db('execution_logs').whereIn('id', logIds).select('id', 'matched_rules')) as Row[]) : [];
-  const matched = new Map(logs.map((log) => [String(log.id), (log.matched_rules as { code: string; score: number; decision: string | null }[]) ?? []]));
-  const codes = new Set<string>();
-  for (const alert of alerts) for (const code of (alert.rule_codes as string[]) ?? []) codes.add(code);
-  const names = codes.size ? new Map(((await db('rules').whereIn('code', [...codes]).select('code', 'name')) as Row[]).map((rule) => [String(rule.code), String(rule.name)])) : new Map<string, string>();
+  ]);
+  const matched = new Map((logs as Row[]).map((log) => [String(log.id), (log.matched_rules as { code: string; score: number; decision: string | null }[]) ?? []]));
+  const names = new Map((rules as Row[]).map((rule) => [String(rule.code), String(rule.name)]));
   return alerts.map((alert) => {
     const target = String(alert.target);
     const spec = RECORDS[target];

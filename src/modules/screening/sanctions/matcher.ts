@@ -54,10 +54,13 @@ const DEFAULT_LIMIT = 10;
 const CANDIDATES_SCORED = 64;
 /**
  * Joined forms of names (see PlainSanctionsIndex.schemaStart) fully scored besides, for a query
- * with a token that starts with a particle: they have a narrowing of their own, so that they
- * never crowd out the names as listed.
+ * with a token that may be a joined one's spelling: they have a narrowing of their own, so that
+ * they never crowd out the names as listed (the names a query without such a token scores are
+ * those it scored before joined forms were indexed).
  */
 const JOINED_CANDIDATES = 16;
+/** Names as listed fully scored for a query's joined form, besides those of the name as written (see screen): what only its joined tokens find ranks high. */
+const JOINED_FORM_CANDIDATES = 32;
 /** Candidate slots of a query: one per entry, for the name as written and for its joined form (see screen). */
 const SLOTS = 2 * (CANDIDATES_SCORED + JOINED_CANDIDATES);
 /** Characters of a token that form its prefix key, catching spellings Double Metaphone hears differently (Kakolele, Kakorere). */
@@ -225,7 +228,13 @@ interface QueryToken {
   particleDropped: boolean;
   /** A token of a joined form made by joining particles to a word (see pairSlot). */
   joined: boolean;
-  /** Whether it starts with a joinable particle, however few letters follow: what joined forms can match better than names (see narrow). */
+  /** Whether its keys are taken after a particle (normalize.ts keyParticle; see wordKeys). */
+  keyed: boolean;
+  /**
+   * Whether a joined token of the index may be its spelling: one starts like it (its joined
+   * prefix key), or it starts with a particle that too few letters follow for the key. Only then
+   * are joined forms of names narrowed for it (see narrow).
+   */
   mayJoin: boolean;
 }
 
@@ -759,8 +768,8 @@ export class SanctionsIndex {
     const schema = query.schema ? SCHEMA_CODES[query.schema] : 0;
     const { slotEntry, slotName, slotSimilarity, slotPhonetic, slotScore } = this;
     this.bucketEntry.fill(0);
-    let slots = this.scoreCandidates(this.queryTokens(forms.tokens), schema, 0);
-    if (forms.joined !== forms.tokens) slots = this.scoreCandidates(this.queryTokens(forms.joined), schema, slots);
+    let slots = this.scoreCandidates(this.queryTokens(forms.tokens), schema, 0, false);
+    if (forms.joined !== forms.tokens) slots = this.scoreCandidates(this.queryTokens(forms.joined), schema, slots, true);
 
     const birthDate = query.birthDate ? (/^\d{4}(?:-\d{2}-\d{2})?/.exec(query.birthDate.trim())?.[0] ?? null) : null;
     const queryYear = birthDate === null ? NaN : Number(birthDate.slice(0, 4));
@@ -832,12 +841,12 @@ export class SanctionsIndex {
   }
 
   /**
-   * Narrows the candidates of the query's tokens and scores them into the entries' slots, of which
-   * `slots` are taken (a new entry takes the next, an entry's slot keeps its best name); returns
-   * how many are taken after.
+   * Narrows the candidates of the query's tokens (of its joined form: `joinedForm`) and scores
+   * them into the entries' slots, of which `slots` are taken (a new entry takes the next, an
+   * entry's slot keeps its best name); returns how many are taken after.
    */
-  private scoreCandidates(queryTokens: QueryToken[], schema: number, slots: number): number {
-    const candidateCount = this.narrow(queryTokens, schema);
+  private scoreCandidates(queryTokens: QueryToken[], schema: number, slots: number, joinedForm: boolean): number {
+    const candidateCount = this.narrow(queryTokens, schema, joinedForm);
     if (this.queryStamp === 0x7fffffff) {
       this.pairState.fill(0);
       this.queryStamp = 0;
@@ -921,7 +930,9 @@ export class SanctionsIndex {
       const joined = letters !== text;
       const particle = tokenParticle(text);
       const [primaryCode, secondaryCode] = phoneticKeys(letters);
-      const [wordPrimary, wordSecondary, joinedPrefix] = keyParticle(letters) !== undefined ? wordKeys(letters) : [primaryCode, secondaryCode, ''];
+      const keyed = keyParticle(letters) !== undefined;
+      const [wordPrimary, wordSecondary, joinedPrefix] = keyed ? wordKeys(letters) : [primaryCode, secondaryCode, ''];
+      const joinedPrefixId = keyed ? (this.keyIds.get(joinedPrefix) ?? -1) : -1;
       const tokenId = this.tokenIds.get(text);
       // A token the list has never seen is as rare as a token can be; a joined one weighs what its parts do (see build).
       const weightOf = (part: string): number => {
@@ -937,14 +948,16 @@ export class SanctionsIndex {
         prefix: this.keyIds.get(letters.slice(0, PREFIX_KEY_LENGTH)) ?? -1,
         wordPrimary: this.keyIds.get(wordPrimary) ?? -1,
         wordSecondary: this.keyIds.get(wordSecondary) ?? -1,
-        joinedPrefix: joinedPrefix === '' ? -1 : (this.keyIds.get(joinedPrefix) ?? -1),
+        joinedPrefix: joinedPrefixId,
+        keyed,
         bits: characterBits(letters),
         chars: codesOf(letters),
         particleLength: particle.length,
         particleSpelling: particle.spelling,
         particleDropped: particle.dropped,
         joined,
-        mayJoin: joined || particle.length > 0 || startsWithParticle(letters),
+        // A joined token of the index starts like it (its joined prefix key), or it is too short for one.
+        mayJoin: keyed ? joinedPrefixId >= 0 : startsWithParticle(letters),
       };
       if (this.queryTokenMemo.size >= QUERY_TOKEN_MEMO_SIZE) this.queryTokenMemo.clear();
       this.queryTokenMemo.set(text, token);
@@ -969,7 +982,7 @@ export class SanctionsIndex {
    *
    * Leaves the names, best first, in `candidates`, and returns their count.
    */
-  private narrow(queryTokens: QueryToken[], schema: number): number {
+  private narrow(queryTokens: QueryToken[], schema: number, joinedForm: boolean): number {
     if (this.tokenCredit.length < queryTokens.length) this.tokenCredit = new Float64Array(queryTokens.length);
     let queryWeight = 0;
     for (const token of queryTokens) queryWeight += token.weight;
@@ -978,16 +991,18 @@ export class SanctionsIndex {
     let kept = 0;
     for (let group = 0; group < SCHEMA_COUNT; group++) {
       if (schema !== 0 && group !== 0 && group !== schema) continue;
-      kept = this.walk(queryTokens, queryWeight, schemaStart[group]!, schemaStart[group + 1]!, kept, CANDIDATES_SCORED, false);
+      kept = this.walk(queryTokens, queryWeight, schemaStart[group]!, schemaStart[group + 1]!, kept, joinedForm ? JOINED_FORM_CANDIDATES : CANDIDATES_SCORED, false);
     }
     this.takeCandidates(kept, 0);
-    // The joined forms, in a narrowing of their own, where a token of the query starts with a
-    // particle: only those can make a joined form score above its name as listed.
+    // The joined forms of names, in a narrowing of their own, where a token of the query may be
+    // a joined token's spelling: only then can a joined form score above its name as listed.
     if (!queryTokens.some((token) => token.mayJoin)) return kept;
     let joined = 0;
     for (let group = 0; group < SCHEMA_COUNT; group++) {
       if (schema !== 0 && group !== 0 && group !== schema) continue;
-      joined = this.walk(queryTokens, queryWeight, schemaStart[SCHEMA_COUNT + group]!, schemaStart[SCHEMA_COUNT + group + 1]!, joined, JOINED_CANDIDATES, true);
+      const first = schemaStart[SCHEMA_COUNT + group]!;
+      const end = schemaStart[SCHEMA_COUNT + group + 1]!;
+      if (first < end) joined = this.walk(queryTokens, queryWeight, first, end, joined, JOINED_CANDIDATES, true);
     }
     this.takeCandidates(joined, kept);
     return kept + joined;
@@ -1011,10 +1026,18 @@ export class SanctionsIndex {
    * into the heap that holds `kept` names of at most `capacity`; returns how many it holds after.
    * `joined`: the names are joined forms (see openCursors).
    */
-  private walk(queryTokens: QueryToken[], queryWeight: number, first: number, end: number, kept: number, capacity: number, joined: boolean): number {
+  private walk(
+    queryTokens: QueryToken[],
+    queryWeight: number,
+    first: number,
+    end: number,
+    kept: number,
+    capacity: number,
+    joined: boolean,
+  ): number {
     const { nameRecords, blockWeight } = this.data;
     const { nameWeights } = this;
-    const tokens = queryTokens.length;
+    const tokenCount = queryTokens.length;
     const cursors = this.openCursors(queryTokens, first, end, joined);
     if (cursors === 0) return kept;
     const { cursorAt, cursorName, cursorCredit, cursorToken, cursorOrder, heapNames, heapRanks, heapListed, tokenCredit } = this;
@@ -1029,7 +1052,7 @@ export class SanctionsIndex {
       if (kept === capacity) {
         // (With the lightest weight of the name's block: a lower bound, so that no name that could enter is skipped.)
         const needed = heapRanks[0]! * (queryWeight + blockWeight[lightest >> WEIGHT_BLOCK_SHIFT]!);
-        for (let token = 0; token < tokens; token++) tokenCredit[token] = 0;
+        for (let token = 0; token < tokenCount; token++) tokenCredit[token] = 0;
         let credit = 0;
         for (pivot = 0; pivot < cursors; pivot++) {
           const cursor = cursorOrder[pivot]!;
@@ -1055,7 +1078,7 @@ export class SanctionsIndex {
       // larger where it is both spelled and sounds alike), summed in query token order in Float32.
       const weight = nameWeights[name * NAME_STRIDE + NAME_WEIGHT_AT]!;
       const listed = nameRecords[name * NAME_STRIDE + NAME_LISTED]!;
-      for (let token = 0; token < tokens; token++) tokenCredit[token] = 0;
+      for (let token = 0; token < tokenCount; token++) tokenCredit[token] = 0;
       let at = 0;
       for (; at < cursors; at++) {
         const cursor = cursorOrder[at]!;
@@ -1065,7 +1088,7 @@ export class SanctionsIndex {
         this.moveCursor(cursor, cursorAt[cursor]! + 1);
       }
       let shared = 0;
-      for (let token = 0; token < tokens; token++) if (tokenCredit[token]! > 0) shared = Math.fround(shared + tokenCredit[token]!);
+      for (let token = 0; token < tokenCount; token++) if (tokenCredit[token]! > 0) shared = Math.fround(shared + tokenCredit[token]!);
       // Only the cursors that moved can be out of order.
       if (at > 0) this.sortCursors(cursors);
       const rank = shared / (queryWeight + weight);
@@ -1134,7 +1157,7 @@ export class SanctionsIndex {
     for (let index = 0; index < queryTokens.length; index++) {
       const token = queryTokens[index]!;
       const soundAlikeWeight = token.weight * (token.chars.length <= SHORT_TOKEN_LENGTH ? PHONETIC_WEIGHT : SOUND_ALIKE_CREDIT);
-      const byWord = joined && token.joinedPrefix >= 0;
+      const byWord = joined && token.keyed;
       const primary = byWord ? token.wordPrimary : token.primary;
       const secondary = byWord ? token.wordSecondary : token.secondary;
       for (let list = 0; list < 3; list++) {
