@@ -191,6 +191,12 @@ export interface PlainSanctionsIndex {
    */
   schemaStart: Int32Array;
   /**
+   * The joined prefix keys (see wordKeys) of the tokens of names as listed that start with a
+   * particle ("binladen", "alqaida"): a query's joined form can only find a name that writes its
+   * particles joined where one of its joined tokens starts like one of these (see narrow).
+   */
+  writtenJoined: string[];
+  /**
    * Per entry, from its names' NAME_FACTS, what birth date and nationality are compared with: the
    * count of its birth dates, then each date's year (NO_YEAR where unreadable) and, for a full
    * YYYY-MM-DD date, YYYYMMDD (otherwise -1); the count of its nationalities that are country
@@ -236,6 +242,8 @@ interface QueryToken {
    * are joined forms of names narrowed for it (see narrow).
    */
   mayJoin: boolean;
+  /** For a joined token: whether a token of a name as listed may be its spelling, written joined (see PlainSanctionsIndex.writtenJoined). */
+  mayBeWritten: boolean;
 }
 
 let jaroFlagsA = new Uint8Array(64);
@@ -436,7 +444,11 @@ function round3(value: number): number {
  * "name" of its entry; each name's tokens are posted under their Double Metaphone codes and
  * their first characters. A query adds up the rarity (inverse document frequency) of the tokens
  * it shares with each name, fully scores the best few dozen with Jaro-Winkler plus phonetic
- * agreement, and adjusts each entry's best name score by birth date and nationality.
+ * agreement, and adjusts each entry's best name score by birth date and nationality. Names with
+ * particles are indexed in their joined form too, and a query with particles apart is screened
+ * in its joined form too, so that "BIN LADEN" and "BINLADEN", "Abdul Rahman" and "Abdulrahman"
+ * find each other either way round (normalize.ts nameForms; see pairSlot for how a joined token
+ * is compared).
  *
  * Name score = 100 x (0.8 x name_similarity + 0.2 x phonetic). Then, where both the query and
  * the entry have them: the same birth date +8, the same year +5, one year apart -8, further -20;
@@ -495,6 +507,8 @@ export class SanctionsIndex {
   /** Counts the queries screened: what the token stamps (pairStamp) are compared with. */
   private queryStamp = 0;
   private readonly codeIds: Map<string, number>;
+  /** PlainSanctionsIndex.writtenJoined. */
+  private readonly writtenJoined: Set<string>;
   /** Per candidate slot of the current query: its entry, best name of that entry and the name's scores. */
   private readonly slotEntry = new Int32Array(SLOTS);
   private readonly slotName = new Int32Array(SLOTS);
@@ -511,6 +525,7 @@ export class SanctionsIndex {
     this.tokenWeights = new Float64Array(data.tokenRecords.buffer, data.tokenRecords.byteOffset, data.tokenRecords.length / 2);
     this.pairState = new Int32Array(data.tokenText.length * 2);
     this.codeIds = new Map(data.countryCodes.map((code, id) => [code, id]));
+    this.writtenJoined = new Set(data.writtenJoined);
   }
 
   get size(): number {
@@ -703,8 +718,14 @@ export class SanctionsIndex {
     keyStamp.fill(-1);
     for (let name = 0; name < nameCount; name++) forEachNameKey(name, (key) => (postings[fill[key]!++] = name));
 
+    const writtenJoined = new Set<string>();
+    for (let id = 0; id < tokenText.length; id++) {
+      if (tokenFrequency[id]! > 0 && keyParticle(tokenLetters[id]!) !== undefined) writtenJoined.add(wordKeys(tokenLetters[id]!)[2]);
+    }
+
     return new SanctionsIndex({
       schemaStart,
+      writtenJoined: [...writtenJoined],
       entryFacts: Int32Array.from(entryFacts),
       countryCodes: [...codeIds.keys()],
       entries: entries.map(({ programs, remarks, ...indexed }) => indexed),
@@ -958,6 +979,7 @@ export class SanctionsIndex {
         joined,
         // A joined token of the index starts like it (its joined prefix key), or it is too short for one.
         mayJoin: keyed ? joinedPrefixId >= 0 : startsWithParticle(letters),
+        mayBeWritten: joined && (!keyed || this.writtenJoined.has(joinedPrefix)),
       };
       if (this.queryTokenMemo.size >= QUERY_TOKEN_MEMO_SIZE) this.queryTokenMemo.clear();
       this.queryTokenMemo.set(text, token);
@@ -986,10 +1008,13 @@ export class SanctionsIndex {
     if (this.tokenCredit.length < queryTokens.length) this.tokenCredit = new Float64Array(queryTokens.length);
     let queryWeight = 0;
     for (const token of queryTokens) queryWeight += token.weight;
-    // Names of an unknown schema match any query; a query of no schema matches every name.
+    // Names of an unknown schema match any query; a query of no schema matches every name. A
+    // query's joined form looks for names as listed only where they may write one of its joined
+    // tokens joined: what else it would find, the name as written found.
     const { schemaStart } = this.data;
+    const names = !joinedForm || queryTokens.some((token) => token.mayBeWritten);
     let kept = 0;
-    for (let group = 0; group < SCHEMA_COUNT; group++) {
+    for (let group = 0; names && group < SCHEMA_COUNT; group++) {
       if (schema !== 0 && group !== 0 && group !== schema) continue;
       kept = this.walk(queryTokens, queryWeight, schemaStart[group]!, schemaStart[group + 1]!, kept, joinedForm ? JOINED_FORM_CANDIDATES : CANDIDATES_SCORED, false);
     }

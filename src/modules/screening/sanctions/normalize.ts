@@ -47,7 +47,7 @@ const PARTICLES = new Set([
  * Berg" and "Vanderberg"). A name's joined form (see nameForms) writes each one joined to the
  * word after it, so that the two writings become the same tokens.
  */
-export const JOINABLE_PARTICLES: readonly string[] = [
+const JOINABLE_PARTICLES: readonly string[] = [
   'abd', 'abdal', 'abdel', 'abdul', 'abdur', 'abou', 'abu', 'al', 'ben', 'bin', 'bint', 'da', 'das', 'de', 'del',
   'dela', 'delas', 'della', 'delos', 'den', 'der', 'di', 'dos', 'du', 'el', 'ibn', 'la', 'las', 'le', 'los', 'van',
   'vanden', 'vander', 'von',
