@@ -139,7 +139,7 @@ export async function benchCasePage(): Promise<void> {
         '',
         '| page | server p50 / p95 | client p95 | budget p95 |',
         '|---|---|---|---|',
-        `| web case page (evidence with 200 alerted records, newest 100 timeline entries, form, inlines) | ${web.server} | ${web.client} | ${BUDGET_MS} ms |`,
+        `| web case page (evidence: the newest 50 of its 200 alerted records; the newest 100 timeline entries; form, inlines) | ${web.server} | ${web.client} | ${BUDGET_MS} ms |`,
         `| mobile case detail with inlines (timeline and evidence blocks) | ${mobile.server} | ${mobile.client} | ${BUDGET_MS} ms |`,
         `| mobile timeline, page 10 (the oldest entries) | ${older.server} | ${older.client} | ${BUDGET_MS} ms |`,
         '',

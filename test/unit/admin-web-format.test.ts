@@ -1,5 +1,5 @@
 import test from 'ava';
-import { dateInputValue, dateTimeInputValue, formatCalendarDate, formatDateTime, wallTimeToIso } from '../../src/modules/backoffice/web/format.ts';
+import { dateInputValue, dateTimeInputValue, formatCalendarDate, formatDateTime, wallTime, wallTimeToIso } from '../../src/modules/backoffice/web/format.ts';
 
 const tokyo = { timezone: 'Asia/Tokyo', date_format: 'DD.MM.YYYY', time_format: 'HH:mm', show_today: false };
 
@@ -27,4 +27,22 @@ test('form inputs: datetime-local is a wall time in the user zone, both ways, ac
   t.is(wallTimeToIso('not a time', 'UTC'), 'not a time', 'left for the form cleaning to refuse');
   t.is(dateInputValue('2026-03-04'), '2026-03-04');
   t.is(dateInputValue(new Date(2026, 2, 4)), '2026-03-04');
+});
+
+test('wallTime agrees with Intl in every zone shape, across DST transitions and odd offsets', (t) => {
+  const zones = ['UTC', 'Europe/Stockholm', 'America/New_York', 'Asia/Kolkata', 'Asia/Kathmandu', 'Australia/Lord_Howe', 'America/St_Johns', 'Pacific/Chatham', 'Africa/Casablanca'];
+  const start = Date.UTC(2025, 0, 1);
+  let checked = 0;
+  for (const timeZone of zones) {
+    const reference = new Intl.DateTimeFormat('en-US', { timeZone, hourCycle: 'h23', year: 'numeric', month: 'numeric', day: 'numeric', hour: 'numeric', minute: 'numeric', second: 'numeric' });
+    // Every 7 hours 13 minutes 17 seconds for two years: every transition is crossed at many phases.
+    for (let instant = start; instant < start + 2 * 365 * 86_400_000; instant += 26_000_000 + 797_000 + 17_000) {
+      const parts = Object.fromEntries(reference.formatToParts(new Date(instant)).filter((part) => part.type !== 'literal').map((part) => [part.type, Number(part.value)]));
+      const expected = { year: parts.year, month: parts.month, day: parts.day, hour: parts.hour! % 24, minute: parts.minute, second: parts.second };
+      const actual = wallTime(new Date(instant), timeZone);
+      if (JSON.stringify(actual) !== JSON.stringify(expected)) return t.fail(`${timeZone} ${new Date(instant).toISOString()}: ${JSON.stringify(actual)} != ${JSON.stringify(expected)}`);
+      checked++;
+    }
+  }
+  t.true(checked > 20_000);
 });

@@ -527,12 +527,19 @@ export async function renderObjectPage(ctx: Context, app: AppContext, model: Bou
     row = (await getRow(app.db, model, principal, pk)) ?? null;
     if (!row) notFound(model, pk);
     if (!options.ownPage && !canObject(site, principal, model, 'view', row)) forbidden();
-    row = { ...row, ...(await loadRelations(app.db, model, pk)), ...(await joinedValues(site, app.db, model, row, principal)) };
+    const [relations, joined] = await Promise.all([loadRelations(app.db, model, pk), joinedValues(site, app.db, model, row, principal)]);
+    row = { ...row, ...relations, ...joined };
     editable = canObject(site, principal, model, 'change', row);
   }
   const values = { ...initialValues(model, row, principal.user), ...options.submitted };
   const canView = site.can(principal, model, 'view');
-  const sections = row ? await detailSections(app, model, pk!, row, principal, state.session.csrfToken) : { top: null, bottom: null };
+  // The page's independent reads, sent at once: the modules' sections, the relation choices, the inlines, the generic links.
+  const [sections, related, blocks, links] = await Promise.all([
+    row ? detailSections(app, model, pk!, row, principal, state.session.csrfToken) : { top: null, bottom: null },
+    relatedOptions(app, model, ctx, values, editable),
+    row ? inlineBlocks(site, app.db, model, principal, row) : [],
+    row ? genericLinks(app, model, principal, row) : new Map(),
+  ]);
   const title = row ? model.repr(row) : `Add ${model.verboseName}`;
   await renderPage(
     ctx,
@@ -547,13 +554,13 @@ export async function renderObjectPage(ctx: Context, app: AppContext, model: Bou
       values={values}
       errors={options.errors ?? {}}
       editable={editable}
-      related={await relatedOptions(app, model, ctx, values, editable)}
-      blocks={row ? await inlineBlocks(site, app.db, model, principal, row) : []}
+      related={related}
+      blocks={blocks}
       canDelete={Boolean(row) && canObject(site, principal, model, 'delete', row!)}
       canHistory={Boolean(row) && canView}
       csrfToken={state.session.csrfToken}
       preferences={principal.user}
-      links={row ? await genericLinks(app, model, principal, row) : new Map()}
+      links={links}
       top={sections.top}
       extras={
         <>
