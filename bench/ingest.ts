@@ -176,6 +176,8 @@ async function cleanUp(db: Knex, table: string, conflict: string, refs: string[]
   if (table === 'customers') {
     await db.raw(`delete from alerts where customer_id in (${ids})`, [all]);
     await db.raw(`delete from cases where customer_id in (${ids})`, [all]);
+    // The screening hits a run's matched customers got (inline, or by the job a large batch queues: still running it may leave a few, swept next time).
+    await db.raw(`delete from screening_hits h where h.customer_id in (${ids}) or not exists (select 1 from customers c where c.id = h.customer_id)`, [all]);
   }
   await db(table).whereIn(conflict, all).delete();
   // Deleted rows stay in the indexes until vacuumed, and the next run's window scans would read them again;

@@ -33,6 +33,8 @@ import { runAssistantTurn, sweepConversations } from './modules/assistant/servic
 import { createIdentity } from './modules/mobile/guard.ts';
 import { CredentialCache } from './modules/merchant/credential-cache.ts';
 import { loadSigningKey, TokenService } from './auth/tokens.ts';
+import { retryOnConflict } from './db/knex.ts';
+import { upsertHitsOfCustomers } from './modules/screening/hits.ts';
 
 export interface RunningServer {
   context: AppContext;
@@ -97,6 +99,7 @@ export async function buildContext(config: Config, db: Database['knex'], logger:
     await deliverPush(context, job.data.notificationId, job.data.deviceId);
   }, 2);
   await jobs.work<{ resultId: number }>(QUEUES.runReport, (job) => runReport(context, job.data.resultId, job.finalAttempt));
+  await jobs.work<{ customerIds: string[] }>(QUEUES.screeningHits, (job) => retryOnConflict(() => upsertHitsOfCustomers(context.db, job.data.customerIds)));
   await jobs.work<{ reviewId: string; mcpUrl: string }>(QUEUES.aiReview, (job) => runReview(context, job.data.reviewId, job.data.mcpUrl), 2);
   await jobs.work<{ conversationId: string; mcpUrl: string; answer: Parameters<typeof runAssistantTurn>[3] }>(QUEUES.assistantTurn, (job) =>
     runAssistantTurn(context, job.data.conversationId, job.data.mcpUrl, job.data.answer), 2);

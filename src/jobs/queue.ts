@@ -13,6 +13,7 @@ export const QUEUES = {
   runReport: 'run-report',
   aiReview: 'ai-review',
   assistantTurn: 'assistant-turn',
+  screeningHits: 'screening-hits',
 } as const;
 
 export interface QueueSettings {
@@ -212,6 +213,11 @@ export class JobQueue {
       { db: transactionExecutor(trx) },
     );
     await announce(trx, CHANNELS.jobs, QUEUES.sendPush);
+  }
+
+  /** The screening hits of a large customer batch's matched customers, written from their stored matches (screening/hits.ts). */
+  async writeScreeningHits(trx: Knex.Transaction, customerIds: readonly string[]): Promise<void> {
+    await this.send(trx, QUEUES.screeningHits, { customerIds }, { retryLimit: 5, retryDelay: 1, retryBackoff: true });
   }
 
   /** A report run; a failing report records its error on the last attempt instead of throwing. */

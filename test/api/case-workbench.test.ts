@@ -130,6 +130,14 @@ test.serial('the timeline: alerts with rule names and scores, changes with ratio
   t.is(decision.text, 'Salary, documented.');
   t.deepEqual(decision.attachments.map((file) => file.name), ['payslip.pdf']);
 
+  const evidence = detail.body.data.evidence;
+  // Both alerts came in one batch (one moment): the context is either's, as the rules saw it.
+  t.true([6000, 9000].includes(evidence.context.data.transaction.amount), JSON.stringify(evidence.context));
+  t.is(evidence.context.alert, evidence.records[0].alert.pk, 'the newest alert listed is the one whose context is shown');
+  t.is(evidence.records.length, 2);
+  t.deepEqual(evidence.records[0].rules.map((rule: { code: string; name: string; score: number }) => [rule.code, rule.name, rule.score]), [['LARGE', 'Large amount', 60], ['ROUND', 'Round thousands', 15]]);
+  t.true(evidence.records[0].record.fields.some((field: { label: string; value: string }) => /IBAN-/.test(field.value)), 'counterparty fields');
+
   const schema = await app.request('GET', '/api/mobile/schema/engine/watchlist/', { token: officer.token });
   t.deepEqual(schema.body.data.blocks.map((block: { name: string }) => block.name).filter((name: string) => ['timeline', 'evidence'].includes(name)), ['timeline', 'evidence']);
 });
@@ -173,6 +181,7 @@ test.serial('each part of the timeline and the evidence only for those who may v
   t.false(detail.body.data.timeline.can_note);
   t.is(detail.body.data.evidence.customer, null);
   t.is(detail.body.data.evidence.records, null);
+  t.is(detail.body.data.evidence.context, null);
   t.false(JSON.stringify(detail.body.data).includes('wb-c'), 'no customer reference leaks to a viewer of cases only');
 
   const noteWithoutCase = await member(['engine.add_casenote']);
@@ -229,6 +238,7 @@ test.serial('the web case page: evidence, timeline with rationale, a note added 
   t.true(page.text.includes('Open → In review'));
   t.true(page.text.includes('Large amount'));
   t.true(page.text.includes('IBAN-'), 'the alerted records show their counterparty');
+  t.true(page.text.includes('Decision context of the newest alert'), 'the newest alert\'s context as labelled rows');
   const posted = await browser.post(`/admin/engine/watchlist/${caseRow.id}/note/`, { csrfmiddlewaretoken: csrfTokenIn(page.text), body: 'Escalating <b>tomorrow</b>.' });
   t.is(posted.status, 302, posted.text);
   const after = await browser.get(`/admin/engine/watchlist/${caseRow.id}/change/`);

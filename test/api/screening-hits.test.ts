@@ -10,6 +10,7 @@ import path from 'node:path';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import test from 'ava';
+import { HITS_WRITTEN_INLINE } from '../../src/modules/customer/service.ts';
 import { setApprovalPolicies } from '../../src/app/policies.ts';
 import { processRequest } from '../../src/modules/approvals/service.ts';
 import { loadPrincipal } from '../../src/modules/staff/principal.ts';
@@ -132,6 +133,23 @@ test.serial('a batch writes the hits of every matched customer in it, new and st
   const hits = await app.context.db('screening_hits').whereIn('customer_id', results.map((result) => result.id));
   t.deepEqual(hits.map((hit) => hit.customer_id).sort(), [...listed].sort());
   t.true(hits.every((hit) => hit.source_id === '90001' && hit.status === 'open'));
+});
+
+test.serial('a batch with more matched customers than are written inline queues their hits; the job writes every one from the stored matches', async (t) => {
+  const matched = HITS_WRITTEN_INLINE + 8;
+  const response = await app.request('POST', CUSTOMERS, {
+    token: merchant,
+    json: Array.from({ length: matched }, (_, index) => ({ customer_ref: `sh-queued-${index}`, ...KARAVELLO })),
+  });
+  t.is(response.status, 200);
+  const ids = (response.body.data.results as CustomerResult[]).map((result) => result.id);
+  const deadline = Date.now() + 20_000;
+  let written = 0;
+  while (Date.now() < deadline && (written = await app.context.db('screening_hits').whereIn('customer_id', ids).count('* as n').first().then((row) => Number(row!.n))) < matched) {
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  t.is(written, matched, 'one hit per matched customer, written by the job');
+  t.true((await app.context.db('screening_hits').whereIn('customer_id', ids)).every((hit) => hit.source_id === '90001' && hit.status === 'open'));
 });
 
 test.serial('hits show on the customer, its case and its alert: mobile detail and web change page, for those who may view hits', async (t) => {

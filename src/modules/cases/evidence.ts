@@ -4,11 +4,13 @@ import type { AdminSite } from '../backoffice/site.ts';
 import type { BoundModel, Row } from '../backoffice/registry.ts';
 import type { Principal } from '../staff/principal.ts';
 import { formatTimestamp } from '../../timestamps.ts';
+import { decisionContextOfLog, viewableDecisionContext } from '../rules/decision-context.ts';
+import type { DecisionContext } from '../rules/evaluate.ts';
 
 /**
  * The evidence an officer weighs beside a case's form: the customer with its risk scores and KYC
- * status, and the alerted records (amount, currency, date, counterparty) with the rules they
- * matched, by name, with the score each contributed. The case page draws it; the mobile detail
+ * status, the alerted records (amount, currency, date, counterparty) with the rules they matched,
+ * by name, with the score each contributed, and the decision context of the newest alert. The case page draws it; the mobile detail
  * carries it as its `evidence` block. Each part only for a viewer who may view its model; values
  * through the access core (visibleRow), so a hidden or redacted field stays so here.
  */
@@ -29,6 +31,8 @@ export interface EvidenceRecord {
 }
 
 export interface CaseEvidence {
+  /** The decision context of the newest alert with an execution log: what the rules saw (null when none, or not the viewer's to see). */
+  context: { alert: string; record_ref: string | null; data: DecisionContext } | null;
   customer: { pk: string; repr: string; fields: LabelledValue[] } | null;
   kyc: { pk: string; status: string; flow: string; created_at: string }[] | null;
   records: EvidenceRecord[] | null;
@@ -84,11 +88,14 @@ export async function caseEvidence(db: Knex, site: AdminSite, principal: Princip
       : Promise.resolve([] as Row[]),
   ]);
   // Everything else needs only the customer and the alerts: asked at once.
-  const [kyc, records] = await Promise.all([
+  const newest = alerts.find((alert) => typeof alert.log_id === 'string');
+  const [kyc, records, context] = await Promise.all([
     customer && sessions && site.can(principal, sessions, 'view') ? kycSessions(db, sessions, String(customer.customer_ref)) : Promise.resolve(null),
     showAlerts ? alertedRecords(db, site, principal, alerts) : Promise.resolve(null),
+    newest ? decisionContextOfLog(db, newest.log_id as string) : Promise.resolve(null),
   ]);
   return {
+    context: context && newest ? { alert: String(newest.id), record_ref: (newest.record_ref as string | null) ?? null, data: viewableDecisionContext(context, (key) => mayName(site, principal, key)) } : null,
     customer: customer ? { pk: String(customer.id), repr: customers.repr(customer), fields: labelled(site, principal, customers, customer, CUSTOMER_FIELDS) } : null,
     kyc,
     records,

@@ -132,12 +132,12 @@ function contextRows(values: Record<string, unknown>, prefix = ''): [string, unk
   });
 }
 
-/** The decision context as labelled rows, one table per section; never JSON. */
-function ContextSection({ context }: { context: DecisionContext }) {
+/** The decision context as labelled rows, one table per section; never JSON. `title` names whose it is (the case page shows its newest alert's). */
+export function ContextSection({ context, title = 'Decision context', note = 'What the rules saw when they scored the record.' }: { context: DecisionContext; title?: string; note?: string }) {
   return (
     <section class="module casework-context" aria-labelledby="casework-context-title">
-      <h2 id="casework-context-title">Decision context</h2>
-      <p class="casework-note">What the rules saw when they scored the record.</p>
+      <h2 id="casework-context-title">{title}</h2>
+      <p class="casework-note">{note}</p>
       <div class="casework-context-sections">
         {Object.entries(context).map(([section, values]) => {
           const rows = contextRows(values as Record<string, unknown>);

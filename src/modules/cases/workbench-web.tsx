@@ -19,6 +19,7 @@ import type { Principal } from '../staff/principal.ts';
 import type { Middleware } from 'koa';
 import type { CaseEvidence, EvidenceRecord, LabelledValue } from './evidence.ts';
 import { caseTimeline, type TimelineEntry, type TimelinePage } from './timeline.ts';
+import { ContextSection } from './web.tsx';
 
 /**
  * The case page as a workbench (web): the evidence (customer, KYC, alerted records with their
@@ -202,7 +203,19 @@ function TimelineSection({ pk, timeline, csrfToken, canNote, preferences }: { pk
 /** The evidence above a case's form (a site extension, drawn from the case's `evidence` block). */
 export function CaseEvidenceSection({ model, blocks }: DetailSectionProps) {
   if (model.key !== CASE_MODEL || !blocks.evidence) return null;
-  return <EvidenceSection evidence={blocks.evidence as CaseEvidence} />;
+  const evidence = blocks.evidence as CaseEvidence;
+  return (
+    <>
+      <EvidenceSection evidence={evidence} />
+      {evidence.context && (
+        <ContextSection
+          context={evidence.context.data}
+          title={`Decision context of the newest alert${evidence.context.record_ref ? ` (${evidence.context.record_ref})` : ''}`}
+          note="What the rules saw when they scored its record; each alert's page shows its own."
+        />
+      )}
+    </>
+  );
 }
 
 /** The timeline below a case's form, with the note form (from the case's `timeline` block). */

@@ -20,7 +20,7 @@ export const caseWorkbenchBlocks: DetailBlockProvider = {
       name: 'evidence',
       label: 'Evidence',
       description:
-        '{customer: {pk, repr, fields: [{name, label, value}]} | null, kyc: [{pk, status, flow, created_at}] | null, records: [{alert: {pk, kind, decision, score, status, raised_at}, record: {model, pk, ref, fields} | null, rules: [{code, name, score, decision}]}] | null, alerts_total}. Parts the viewer may not view are null.',
+        '{context: {alert, record_ref, data: {transaction, customer, aggregates, event}} | null (the newest alert\'s decision context), customer: {pk, repr, fields: [{name, label, value}]} | null, kyc: [{pk, status, flow, created_at}] | null, records: [{alert: {pk, kind, decision, score, status, raised_at}, record: {model, pk, ref, fields} | null, rules: [{code, name, score, decision}]}] | null, alerts_total}. Parts the viewer may not view are null.',
     },
   ],
   async blocks({ db, site, row, principal }) {

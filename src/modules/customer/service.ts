@@ -238,12 +238,22 @@ function customerPlan(app: AppContext, matched: StoredMatches[]): BatchPlan<Acce
 /**
  * Validates, screens (sanctions, IP, email; not for migration records), scores with the
  * customer rules and stores a batch of customers in one transaction; then the screening hits of
- * the customers whose screening kept matches, in one statement (none for a batch without a match).
+ * the customers whose screening kept matches, in one statement (none for a batch without a match),
+ * or, for more than HITS_WRITTEN_INLINE of them, by a job.
  */
+/** Matched customers of a batch whose hits are written before it answers; a larger batch queues them. */
+export const HITS_WRITTEN_INLINE = 32;
+
 export async function upsertCustomers(app: AppContext, inputs: Record<string, unknown>[], actor: Actor, trace?: BatchTrace): Promise<CustomerResult[]> {
   const matched: StoredMatches[] = [];
   const results = await runBatch(app, customerPlan(app, matched), inputs, actor, trace);
-  if (matched.length) {
+  if (matched.length > HITS_WRITTEN_INLINE) {
+    // A large batch's hits (up to its whole size in matches, 45 ms for 1000 customers drawn from the
+    // list, a quarter of the batch) are written by a job moments later; the batch pays its enqueueing.
+    await app.db.transaction((trx) => app.jobs.writeScreeningHits(trx, matched.map((customer) => customer.customerId)));
+    if (trace) trace.roundTrips += 4;
+    trace?.mark('screening hits (queued)');
+  } else if (matched.length) {
     await retryOnConflict(() => upsertHits(app.db, matched));
     if (trace) trace.roundTrips += 1;
     trace?.mark('screening hits');

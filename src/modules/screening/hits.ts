@@ -156,6 +156,15 @@ export async function upsertHits(db: Knex | Knex.Transaction, customers: readonl
   await db.raw(UPSERT_HITS, [payload]);
 }
 
+/**
+ * The job of a large batch: the hits of these customers from their matches as stored now (a later
+ * batch's, if one came in between: the hits follow the customer, not the batch).
+ */
+export async function upsertHitsOfCustomers(db: Knex, customerIds: readonly string[]): Promise<void> {
+  const rows = (await db('customers').whereIn('id', [...customerIds]).whereRaw(`sanction_matches <> '[]'::jsonb`).select('id', db.raw('sanction_matches::text as matches'))) as { id: string; matches: string }[];
+  await upsertHits(db, rows.map((row) => ({ customerId: row.id, matches: row.matches })));
+}
+
 /** A stored hit as the review needs it. */
 export interface HitRow {
   id: string;
