@@ -1,5 +1,5 @@
 import type Router from '@koa/router';
-import type { Context } from 'koa';
+import type { Context, Middleware } from 'koa';
 import type { AppContext } from '../../context.ts';
 import { HttpError } from '../../http/errors.ts';
 import { respond } from '../../http/envelope.ts';
@@ -16,7 +16,6 @@ import { formatDateTime, type DatePreferences } from '../backoffice/web/format.t
 import { acceptOnly } from '../mobile/parameters.ts';
 import type { MobileState } from '../mobile/guard.ts';
 import type { Principal } from '../staff/principal.ts';
-import type { Middleware } from 'koa';
 import type { CaseEvidence, EvidenceRecord, LabelledValue } from './evidence.ts';
 import { caseTimeline, type TimelineEntry, type TimelinePage } from './timeline.ts';
 import { ContextSection } from './web.tsx';
@@ -29,9 +28,9 @@ import { ContextSection } from './web.tsx';
 
 const CASE_MODEL = 'engine.watchlist';
 
-function when(at: string, preferences?: DatePreferences): string {
-  const instant = new Date(`${at}Z`);
-  return preferences ? formatDateTime(instant, preferences) : `${at.replace('T', ' ')} UTC`;
+/** An entry's time (UTC, to the second) as the viewer reads dates. */
+function when(at: string, preferences: DatePreferences): string {
+  return formatDateTime(new Date(`${at}Z`), preferences);
 }
 
 function recordUrl(link: { model: string; pk: string }): string {
@@ -139,7 +138,7 @@ function EvidenceSection({ evidence }: { evidence: CaseEvidence }) {
   );
 }
 
-function Entry({ entry, preferences }: { entry: TimelineEntry; preferences?: DatePreferences }) {
+function Entry({ entry, preferences }: { entry: TimelineEntry; preferences: DatePreferences }) {
   return (
     <li class={`timeline-entry timeline-${entry.kind}`}>
       <time datetime={`${entry.at}Z`}>{when(entry.at, preferences)}</time>
@@ -166,7 +165,7 @@ function Entry({ entry, preferences }: { entry: TimelineEntry; preferences?: Dat
   );
 }
 
-function TimelineList({ timeline, preferences }: { timeline: TimelinePage; preferences?: DatePreferences }) {
+function TimelineList({ timeline, preferences }: { timeline: TimelinePage; preferences: DatePreferences }) {
   return timeline.entries.length === 0 ? (
     <p>Nothing has happened on this case yet.</p>
   ) : (
@@ -178,7 +177,7 @@ function TimelineList({ timeline, preferences }: { timeline: TimelinePage; prefe
   );
 }
 
-function TimelineSection({ pk, timeline, csrfToken, canNote, preferences }: { pk: string; timeline: TimelinePage; csrfToken: string; canNote: boolean; preferences?: DatePreferences }) {
+function TimelineSection({ pk, timeline, csrfToken, canNote, preferences }: { pk: string; timeline: TimelinePage; csrfToken: string; canNote: boolean; preferences: DatePreferences }) {
   return (
     <section class="module workbench-timeline" aria-labelledby="timeline-heading">
       <h2 id="timeline-heading">Timeline</h2>
