@@ -5,6 +5,7 @@ import { approvalPolicyCommand, decisionWebhookCommand } from './approvals.ts';
 import { credentialCommand } from './credential.ts';
 import { gatewayCommand } from './gateway.ts';
 import { cscaCommand } from './csca.ts';
+import { demoCommand } from './demo.ts';
 import { eventCommand } from './events.ts';
 import { agentTokenCommand, flowCommand } from './kyc.ts';
 import { loginTicketCommand, reviewTicketCommand } from './mobile.ts';
@@ -52,6 +53,9 @@ const USAGE = `Usage: warden <command> [options]   (every command prints JSON)
   approval-policy list
   decision-webhook set --api-key KEY --url URL   (merchant webhook for compliance decisions; prints the signing secret once)
   gateway --port P [--host H]   (the AI gateway: WARDEN_LLM_URL, WARDEN_LLM_MODEL, WARDEN_LLM_API_KEY, WARDEN_GATEWAY_TOKEN)
+  demo [--customers N] [--days D] [--seed S] [--force]
+                                        (fills an empty installation with a seeded demo data set;
+                                         prints a credential and staff passwords once)
   db migrate
 
 Environment: DATABASE_URL (external PostgreSQL) or WARDEN_DATA_DIR (embedded, default ./data).`;
@@ -59,6 +63,7 @@ Environment: DATABASE_URL (external PostgreSQL) or WARDEN_DATA_DIR (embedded, de
 const COMMANDS: Record<string, CommandHandler> = {
   credential: credentialCommand,
   csca: cscaCommand,
+  demo: demoCommand,
   'approval-policy': approvalPolicyCommand,
   'decision-webhook': decisionWebhookCommand,
   event: eventCommand,

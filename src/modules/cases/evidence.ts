@@ -95,13 +95,27 @@ export async function caseEvidence(db: Knex, site: AdminSite, principal: Princip
     newest ? decisionContextOfLog(db, newest.log_id as string) : Promise.resolve(null),
   ]);
   return {
-    context: context && newest ? { alert: String(newest.id), record_ref: (newest.record_ref as string | null) ?? null, data: viewableDecisionContext(context, (key) => mayName(site, principal, key)) } : null,
+    context: context && newest ? { alert: String(newest.id), record_ref: (newest.record_ref as string | null) ?? null, data: caseContext(context, site, principal) } : null,
     customer: customer ? { pk: String(customer.id), repr: customers.repr(customer), fields: labelled(site, principal, customers, customer, CUSTOMER_FIELDS) } : null,
     kyc,
     records,
     // The count the alerts' writer keeps on the case.
     alerts_total: showAlerts ? Number(caseRow.alert_count ?? alerts.length) : 0,
   };
+}
+
+/**
+ * The context as the case page may show it: the viewer's sections, and on a case, whose customer is
+ * named only to viewers of customers, not the record's own reference to its customer either.
+ */
+function caseContext(context: DecisionContext, site: AdminSite, principal: Principal): DecisionContext {
+  const viewable = viewableDecisionContext(context, (key) => mayName(site, principal, key));
+  if (mayName(site, principal, 'customer.customer')) return viewable;
+  const sections = Object.entries(viewable).map(([section, values]) => [
+    section,
+    Object.fromEntries(Object.entries(values as Record<string, unknown>).filter(([key]) => !key.startsWith('customer_'))),
+  ]);
+  return Object.fromEntries(sections) as DecisionContext;
 }
 
 async function kycSessions(db: Knex, sessions: BoundModel, customerRef: string): Promise<NonNullable<CaseEvidence['kyc']>> {
