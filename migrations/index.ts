@@ -21,6 +21,7 @@ import * as caseWrite from './20261127_0021_case_write.ts';
 import * as staffAccessNotify from './20261128_0022_staff_access_notify.ts';
 import * as screeningHits from './20261128_0023_screening_hits.ts';
 import * as caseWorkbench from './20261128_0024_case_workbench.ts';
+import * as nonFinancialCounterparty from './20261128_0025_non_financial_counterparty.ts';
 
 type Migration = { up(knex: Knex): Promise<void>; down(knex: Knex): Promise<void> };
 
@@ -48,6 +49,7 @@ const migrations: [string, Migration][] = [
   ['20261128_0022_staff_access_notify', staffAccessNotify],
   ['20261128_0023_screening_hits', screeningHits],
   ['20261128_0024_case_workbench', caseWorkbench],
+  ['20261128_0025_non_financial_counterparty', nonFinancialCounterparty],
 ];
 
 export const migrationSource: Knex.MigrationSource<[string, Migration]> = {

@@ -26,6 +26,7 @@ import { registerSchemaRoutes } from '../modules/mobile/schema.ts';
 import { registerNotificationRoutes } from '../modules/mobile/notifications.ts';
 import { registerPushRoutes } from '../modules/mobile/push-token.ts';
 import { registerReportRoutes } from '../modules/reports/routes.ts';
+import { registerReportPages } from '../modules/reports/web.tsx';
 import { registerTransactionRoutes } from '../modules/transaction/routes.ts';
 
 /**
@@ -53,6 +54,7 @@ export function createApp(app: AppContext): Koa {
   // Take and next case: the web posts behind the shell and their mobile endpoints.
   registerCaseQueueRoutes(router, app, docs);
   registerWorkbenchPages(router, app);
+  registerReportPages(router, app);
   // The mobile API: identity, then the modules' routes, then the generic data routes, whose
   // data/<app>/<model>/ paths would otherwise claim theirs (reports/ answers
   // data/report/reportresult/<pk>/ with a 404, as the spec says).

@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import { aiReviewBlocks } from '../modules/ai/blocks.ts';
 import { approvalPolicyAdmin, approvalRequestAdmin, pendingApprovalRequestAdmin } from '../modules/approvals/admin.ts';
 import { approvalBlocks } from '../modules/approvals/service.ts';
 import { codenamesOf } from '../modules/backoffice/declare.ts';
@@ -18,6 +19,7 @@ import { credentialAdmin } from '../modules/merchant/admin.ts';
 import { deviceAdmin } from '../modules/mobile/admin.ts';
 import { notificationAdmin } from '../modules/notifications/admin.ts';
 import { reportAdmin, reportResultAdmin } from '../modules/reports/admin.ts';
+import { ReportRowsSection, reportResultBlocks } from '../modules/reports/web.tsx';
 import { executionLogAdmin, ruleAdmin } from '../modules/rules/admin.ts';
 import { sanctionEntryAdmin, screeningHitAdmin } from '../modules/screening/admin.ts';
 import { screeningHitBlocks } from '../modules/screening/blocks.ts';
@@ -67,7 +69,13 @@ export function permissionCodenames(): string[] {
 /** The site of every registration, bound to a database (the service binds it once at start-up). */
 export function bindAdminSite(db: Knex): Promise<AdminSite> {
   return AdminSite.bind(db, REGISTRATIONS, {
-    detailBlocks: [caseWorkBlocks, caseWorkbenchBlocks, caseQueueBlocks, approvalBlocks, screeningHitBlocks],
+    detailBlocks: [caseWorkBlocks, caseWorkbenchBlocks, caseQueueBlocks, approvalBlocks, screeningHitBlocks, aiReviewBlocks, reportResultBlocks],
+    // The menu's link entries (the spec's url items), each for the users holding its permission.
+    menuLinks: [
+      { group: 'Dashboard', label: 'Dashboard', icon: 'dashboard', url: '/api/mobile/dashboard/widgets/', permission: 'transaction.view_financialevent' },
+      { group: 'Dashboard', label: 'Video-call console', icon: 'videocam', url: '/api/mobile/dashboard/lobby/', permission: 'document.view_documentverificationsession' },
+      { group: 'Reports', label: 'Reports', icon: 'assessment', url: '/api/mobile/data/report/report/', permission: 'report.view_report' },
+    ],
     // Above a record's form the work done on it (take, matched rules, the decision form, the context,
     // a case's evidence and screening hits); below it the approval request and a case's timeline.
     detailSections: [
@@ -77,6 +85,7 @@ export function bindAdminSite(db: Knex): Promise<AdminSite> {
       { position: 'top', component: ScreeningHitSection },
       { position: 'bottom', component: CaseWorkSections },
       { position: 'bottom', component: CaseTimelineSection },
+      { position: 'bottom', component: ReportRowsSection },
     ],
   });
 }

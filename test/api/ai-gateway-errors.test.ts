@@ -43,7 +43,7 @@ test.after.always(async () => {
   await gateway?.close();
 });
 
-test('without WARDEN_GATEWAY_URL: status is 200 with enabled false and the reason; every other AI and assistant endpoint is 503 with it', async (t) => {
+test('without WARDEN_GATEWAY_URL: status is 200 with enabled false and the reason; every other AI and assistant endpoint is 503 with it, but the AI block, read from the stored reviews', async (t) => {
   const status = await bare.request('GET', `${A}status/`, { token: bareToken });
   t.is(status.status, 200);
   t.like(status.body.data, { enabled: false, connected: false, retention_days: 30 });
@@ -51,8 +51,10 @@ test('without WARDEN_GATEWAY_URL: status is 200 with enabled false and the reaso
   const calls: [string, string][] = [
     ['GET', `${A}conversations/`], ['POST', `${A}conversations/`], ['GET', `${A}conversations/${CASE}/`], ['DELETE', `${A}conversations/${CASE}/`],
     ['POST', `${A}conversations/${CASE}/messages/`], ['POST', `${A}conversations/${CASE}/approval/`],
-    ['GET', `/api/mobile/data/engine/watchlist/${CASE}/ai/`], ['POST', `/api/mobile/data/engine/watchlist/${CASE}/ai/run/`], ['POST', `/api/mobile/data/engine/watchlist/${CASE}/ai/feedback/`],
+    ['POST', `/api/mobile/data/engine/watchlist/${CASE}/ai/run/`], ['POST', `/api/mobile/data/engine/watchlist/${CASE}/ai/feedback/`],
   ];
+  // The AI block needs no gateway: an unknown case is a 404 then, not a 503.
+  t.is((await bare.request('GET', `/api/mobile/data/engine/watchlist/${CASE}/ai/`, { token: bareToken })).status, 404);
   for (const [method, path] of calls) {
     const response = await bare.request(method, path, { token: bareToken, ...(method === 'POST' ? { json: {} } : {}) });
     t.is(response.status, 503, `${method} ${path}`);
@@ -70,8 +72,13 @@ test.serial('a gateway that answers 401 gives 502 (status: connected false with 
   t.is(status.status, 200);
   t.like(status.body.data, { enabled: true, connected: false, needs_reauth: true });
   t.regex(status.body.data.reason, /401/);
-  const conversation = await wired.request('POST', `${A}conversations/`, { token: wiredToken });
-  t.is(conversation.status, 201);
+  // Creating a conversation asks the gateway first: its 401 is a 502 as well.
+  const creation = await wired.request('POST', `${A}conversations/`, { token: wiredToken });
+  t.is(creation.status, 502);
+  t.regex(creation.body.message, /401/);
+  const owner = (await wired.context.db('mobile_devices').orderBy('created_at', 'desc').first('user_id')).user_id as string;
+  const [created] = (await wired.context.db('assistant_conversations').insert({ user_id: owner }).returning('id')) as { id: string }[];
+  const conversation = { body: { data: { id: created!.id } } };
   const refused = await wired.request('POST', `${A}conversations/${conversation.body.data.id}/messages/`, { token: wiredToken, json: { text: 'hello' } });
   t.is(refused.status, 502);
   t.regex(refused.body.message, /401/);
@@ -88,7 +95,7 @@ test.serial('a gateway that answers 401 gives 502 (status: connected false with 
     wired.context.config = original;
   }
   // Nothing was queued: the conversation is still idle and empty.
-  t.like((await wired.request('GET', `${A}conversations/${conversation.body.data.id}/`, { token: wiredToken })).body.data, { status: 'idle', seq: 0 });
+  t.like(await wired.context.db('assistant_conversations').where({ id: conversation.body.data.id }).first('status', 'seq'), { status: 'idle', seq: 0 });
 });
 
 test.serial('a gateway that hangs: the status says so, a turn that stops mid-stream and a review that gets no answer fail with the reason, never a 500', async (t) => {

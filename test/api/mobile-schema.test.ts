@@ -75,9 +75,11 @@ test('schema/: only the models the user may view, grouped by app, with perms and
 test('schema/: the menu groups of the registrations, shortcuts from saved web filters, empty groups dropped', async (t) => {
   const response = await app.request('GET', SCHEMA, { token: analystToken });
   const menu = response.body.data.menu as { label: string; icon: string; items: Record<string, unknown>[] }[];
-  t.deepEqual(menu.map((group) => [group.label, group.items.map((item) => item.model)]), [
+  t.deepEqual(menu.map((group) => [group.label, group.items.map((item) => item.model ?? item.url)]), [
     ['Monitoring', ['customer', 'financialevent']],
     ['Case work', ['alert', 'watchlist']],
+    // The site's link entries the analyst holds the permission of (url items).
+    ['Dashboard', ['/api/mobile/dashboard/widgets/']],
   ]);
   t.is(menu[0]!.icon, 'people');
   const customers = menu[0]!.items[0]!;
@@ -238,19 +240,21 @@ test('schema/<app>/<model>/?object_id=: 404 for a record that does not exist, a 
   t.false(foreign.text.includes('private'));
 });
 
-test('schema/<app>/<model>/: 404 for a model that is not registered or not visible; no schema leaks to a user without permission', async (t) => {
+test('schema/<app>/<model>/: 404 for a model that is not registered, 403 (permission_denied) for one the user may not view; no schema leaks to a user without permission', async (t) => {
   const unknown = await app.request('GET', `${SCHEMA}customer/nosuchmodel/`, { token: adminToken });
   t.is(unknown.status, 404);
   t.is(unknown.body.data.reason, 'model_not_found');
-  for (const path of ['engine/rule/', 'auth/user/', `customer/customer/?object_id=${customerId}`]) {
+  for (const [path, status] of [['engine/nosuchmodel/', 404], ['engine/rule/', 403], ['auth/user/', 403], [`customer/customer/?object_id=${customerId}`, 403]] as const) {
     const response = await app.request('GET', `${SCHEMA}${path}`, { token: nobodyToken });
-    t.is(response.status, 404, path);
+    t.is(response.status, status, path);
+    t.false(response.body.status, path);
+    if (status === 403) t.is(response.body.data.reason, 'permission_denied', path);
     t.false(response.text.includes('columns'), path);
     t.false(response.text.includes('Lovelace'), path);
   }
   const rule = await app.request('GET', `${SCHEMA}engine/rule/`, { token: analystToken });
-  t.is(rule.status, 404);
-  t.is(rule.body.message, 'No model engine.rule is registered.');
+  t.is(rule.status, 403);
+  t.is(rule.body.message, 'You do not have permission to view rules.');
 });
 
 test('schema endpoints: unknown or repeated parameters 400, other methods 405, no token 401, never a 500', async (t) => {

@@ -5,6 +5,7 @@ import { z } from '../../http/openapi.ts';
 import { QUEUES } from '../../jobs/queue.ts';
 import { getRow, validPk } from '../backoffice/query.ts';
 import type { BoundModel, Row } from '../backoffice/registry.ts';
+import type { AdminSite } from '../backoffice/site.ts';
 import { notify } from '../notifications/service.ts';
 import type { Principal } from '../staff/principal.ts';
 import type { ReviewResult } from '../../gateway/model.ts';
@@ -93,15 +94,23 @@ async function latestReview(db: Knex, model: BoundModel, pk: string): Promise<Re
 
 /** The spec's AI block of a case. */
 export async function aiBlock(app: AppContext, model: BoundModel, principal: Principal, row: Row): Promise<Record<string, unknown>> {
+  return storedAiBlock(app.db, app.backoffice.site, Boolean(app.config.ai.gatewayUrl), model, principal, row);
+}
+
+/**
+ * The AI block read from the stored reviews alone: no gateway is needed to show it, only to run a
+ * review (`gatewayInstalled` false: can_run is false). The case detail carries it as a block.
+ */
+export async function storedAiBlock(db: Knex, site: AdminSite, gatewayInstalled: boolean, model: BoundModel, principal: Principal, row: Row): Promise<Record<string, unknown>> {
   const pk = String(row[model.pk]);
-  const review = await latestReview(app.db, model, pk);
-  const feedback = review ? ((await app.db('ai_feedback').where('review_id', review.id).first()) as FeedbackRow | undefined) : undefined;
+  const review = await latestReview(db, model, pk);
+  const feedback = review ? ((await db('ai_feedback').where('review_id', review.id).first()) as FeedbackRow | undefined) : undefined;
   const inFlight = review?.status === 'queued' || review?.status === 'running';
   const result = review?.result;
   return {
     status: review?.status ?? 'empty',
     in_flight: inFlight,
-    can_run: Boolean(app.config.ai.gatewayUrl) && row.status !== 'closed' && !inFlight && app.backoffice.site.can(principal, model, 'view'),
+    can_run: gatewayInstalled && row.status !== 'closed' && !inFlight && site.can(principal, model, 'view'),
     can_feedback: review?.status === 'done' && !feedback,
     topic: review?.topic ?? null,
     warnings: review ? [...review.warnings, ...(review.status === 'failed' && review.error ? [review.error] : [])] : [],

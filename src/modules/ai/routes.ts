@@ -6,21 +6,25 @@ import { readJsonObject } from '../../http/json-body.ts';
 import type { MobileState } from '../mobile/guard.ts';
 import { registeredModel } from '../mobile/present.ts';
 import { mcpUrlFor, requireGateway } from './gateway-client.ts';
+import { gatewayOfSite } from './blocks.ts';
 import { aiBlock, caseFor, giveFeedback, startReview } from './review.ts';
 
 const BODY_LIMIT = 64 * 1024;
 
-/** data/<app>/<model>/<pk>/ai/ (GET), ai/run/ and ai/feedback/ (POST): the AI review of a case. */
+/** data/<app>/<model>/<pk>/ai/ (GET, no gateway needed), ai/run/ and ai/feedback/ (POST, 503 without a gateway): the AI review of a case. */
 export function registerAiReviewRoutes(router: Router, app: AppContext, authenticated: Middleware, path: (relative: string) => string): void {
-  const target = async (ctx: Context) => {
-    requireGateway(app.config);
+  // The case detail's `ai` block asks this app whether a gateway is installed (for can_run).
+  gatewayOfSite.set(app.backoffice.site, () => Boolean(app.config.ai.gatewayUrl));
+  const target = async (ctx: Context, gateway = true) => {
+    if (gateway) requireGateway(app.config);
     const principal = (ctx.state as MobileState).mobile.principal;
     const model = registeredModel(app.backoffice.site, ctx.params.app!, ctx.params.model!);
     return { principal, model, row: await caseFor(app, model, principal, ctx.params.pk!) };
   };
 
+  // Read from the stored reviews: answers without a gateway too (can_run false then).
   router.get(path('data/:app/:model/:pk/ai/'), authenticated, async (ctx) => {
-    const { principal, model, row } = await target(ctx);
+    const { principal, model, row } = await target(ctx, false);
     respond(ctx, 'AI review.', await aiBlock(app, model, principal, row));
   });
 

@@ -1,8 +1,9 @@
 import type { Knex } from 'knex';
 import type { AppContext } from '../../context.ts';
 import { permissionFor } from '../backoffice/declare.ts';
-import type { BoundModel, Row, RowAnnotator } from '../backoffice/registry.ts';
-import { deleteObject, jsonable, sameValue, saveObject, type ApprovalCandidate, type ApprovalHook, type WriteOrigin } from '../backoffice/write.ts';
+import type { BoundModel, ResolvedField, Row, RowAnnotator } from '../backoffice/registry.ts';
+import { formatTimestamp } from '../../timestamps.ts';
+import { deleteObject, jsonable as baseJsonable, sameValue, saveObject, type ApprovalCandidate, type ApprovalHook, type WriteOrigin } from '../backoffice/write.ts';
 import { ChainError, PendingApprovalConflict, PermissionDenied, ValidationFailed } from '../backoffice/errors.ts';
 import { loadPrincipal, type Principal } from '../staff/principal.ts';
 import type { StoredAttachment } from '../kyc/storage.ts';
@@ -75,24 +76,48 @@ export async function findPolicy(db: Knex | Knex.Transaction, contentType: strin
 /** The typed diff of a write: each form field whose value would change, typed for display. */
 export function typedDiff(model: BoundModel, before: Row | null, cleaned: Row, operation: 'add' | 'change' | 'delete'): TypedDiff {
   const fields: DiffEntry[] = [];
+  const jsonable = (field: ResolvedField, value: unknown) => diffValue(model, field, value);
   for (const field of model.formFields) {
     if (field.declaration.hidden) continue;
     const isArray = model.columnTypes.get(field.name)?.udtName.startsWith('_');
     const type: DiffEntry['type'] = field.type === 'm2m' || isArray ? 'set' : field.type === 'json' ? 'json' : field.type === 'text' ? 'text' : 'scalar';
     if (operation === 'delete') {
-      if (before && before[field.name] !== undefined && !field.virtual) fields.push({ name: field.name, label: field.label, type, old: jsonable(before[field.name]), new: null });
+      if (before && before[field.name] !== undefined && !field.virtual) fields.push({ name: field.name, label: field.label, type, old: jsonable(field, before[field.name]), new: null });
       continue;
     }
     if (cleaned[field.name] === undefined) continue;
-    const old = before ? jsonable(before[field.name]) : null;
+    const old = before ? jsonable(field, before[field.name]) : null;
     if (field.virtual) {
-      if (cleaned[field.name] !== null && cleaned[field.name] !== '') fields.push({ name: field.name, label: field.label, type, old: null, new: jsonable(cleaned[field.name]) });
+      if (cleaned[field.name] !== null && cleaned[field.name] !== '') fields.push({ name: field.name, label: field.label, type, old: null, new: jsonable(field, cleaned[field.name]) });
       continue;
     }
     if (before && sameValue(before[field.name], cleaned[field.name])) continue;
-    fields.push({ name: field.name, label: field.label, type, old, new: jsonable(cleaned[field.name]) });
+    fields.push({ name: field.name, label: field.label, type, old, new: jsonable(field, cleaned[field.name]) });
   }
   return { fields, inline_blocks: [] };
+}
+
+/** The calendar day of a date column's value (node-pg reads it as local midnight of that day). */
+function localDay(value: Date): string {
+  const pad = (number: number) => String(number).padStart(2, '0');
+  return `${String(value.getFullYear()).padStart(4, '0')}-${pad(value.getMonth() + 1)}-${pad(value.getDate())}`;
+}
+
+/**
+ * A value of the diff in the spec's date forms: a date field as YYYY-MM-DD (node-pg reads a date
+ * column as local midnight of its day), a time as UTC to the second with no offset, whether it is
+ * the stored value or the form's cleaned one (which keeps the milliseconds and the Z).
+ */
+function diffValue(model: BoundModel, field: ResolvedField, value: unknown): unknown {
+  if (value instanceof Date) {
+    if (field.type === 'date' || model.columnTypes.get(field.name)?.udtName === 'date') return localDay(value);
+    return formatTimestamp(value);
+  }
+  if (field.type === 'datetime' && typeof value === 'string' && /(Z|[+-]\d{2}:?\d{2}|\.\d+)$/.test(value)) {
+    const time = Date.parse(value);
+    if (!Number.isNaN(time)) return formatTimestamp(new Date(time));
+  }
+  return baseJsonable(value);
 }
 
 export interface NewRequest {
@@ -404,7 +429,12 @@ export class StaleRequest extends Error {
 
 /** Throws StaleRequest when a field the diff remembers (`names`: the ones stored on `current`) no longer holds its old value. */
 export function refuseStale(diff: TypedDiff, current: Row, names: ReadonlySet<string>): void {
-  const stale = diff.fields.filter((entry) => names.has(entry.name) && !sameValue(entry.old, jsonable(current[entry.name]))).map((entry) => entry.label);
+  const now = (entry: DiffEntry) => {
+    const value = current[entry.name];
+    // A date field's old value is its day (YYYY-MM-DD): the stored one is compared as its day too.
+    return value instanceof Date && typeof entry.old === 'string' && /^\d{4}-\d{2}-\d{2}$/.test(entry.old) ? localDay(value) : baseJsonable(value);
+  };
+  const stale = diff.fields.filter((entry) => names.has(entry.name) && !sameValue(entry.old, now(entry))).map((entry) => entry.label);
   if (stale.length) throw new StaleRequest(stale);
 }
 

@@ -14,14 +14,14 @@ const limited = { 429: `The user already has ${MAX_AI_JOBS_PER_USER} AI reviews 
 /** The AI review and assistant endpoints in the OpenAPI document (so the fuzz run reaches them too). */
 export function documentAiRoutes(docs: OpenAPIRegistry): void {
   const endpoints: Endpoint[] = [
-    ['get', 'data/{app}/{model}/{pk}/ai/', 'The AI block of a case', null, { 200: 'The AI block' }, { ...unavailable, 403: 'No permission to view the model', 404: 'Not a case model, or no such case' }],
+    ['get', 'data/{app}/{model}/{pk}/ai/', 'The AI block of a case, read from the stored reviews (no gateway needed; can_run false without one)', null, { 200: 'The AI block' }, { 401: unavailable[401], 403: 'No permission to view the model', 404: 'Not a case model, or no such case' }],
     ['post', 'data/{app}/{model}/{pk}/ai/run/', 'Run an AI review of a case', null, { 202: 'Queued: data.review_id and the AI block' }, { ...unavailable, ...unreachable, ...limited, 403: 'Closed case; no permission', 404: 'Not a case model, or no such case', 409: 'A review is already in flight' }],
     ['post', 'data/{app}/{model}/{pk}/ai/feedback/', 'Feedback on the latest review, or {resend: true}', FEEDBACK_FORM, { 200: 'The AI block with its feedback' }, { ...unavailable, 400: 'Validation failed (data.errors: verdict, note, to_knowledge)', 404: 'No such case', 409: 'A note already exists for that review; no finished review' }],
     ['get', 'assistant/status/', 'Assistant status (200 always; enabled false with a reason when unavailable)', null, { 200: 'enabled, reason, connected, needs_reauth, username, expires_at, server_name, tools, retention_days' }, { 401: unavailable[401] }],
-    ['get', 'assistant/conversations/', "The caller's conversations", null, { 200: 'data.conversations' }, unavailable],
-    ['post', 'assistant/conversations/', 'A new empty conversation', null, { 201: 'The conversation' }, unavailable],
-    ['get', 'assistant/conversations/{id}/', 'A conversation; long polling with after, wait (capped at 30 s) and tick', null, { 200: 'The conversation' }, { ...unavailable, 400: 'after, wait or tick is not a whole number', 404: 'No such conversation' }],
-    ['delete', 'assistant/conversations/{id}/', 'Delete a conversation', null, { 200: 'Deleted' }, { ...unavailable, 404: 'No such conversation' }],
+    ['get', 'assistant/conversations/', "The caller's conversations", null, { 200: 'data.conversations' }, { ...unavailable, ...unreachable }],
+    ['post', 'assistant/conversations/', 'A new empty conversation', null, { 201: 'The conversation' }, { ...unavailable, ...unreachable }],
+    ['get', 'assistant/conversations/{id}/', 'A conversation; long polling with after, wait (capped at 30 s) and tick', null, { 200: 'The conversation' }, { ...unavailable, ...unreachable, 400: 'after, wait or tick is not a whole number', 404: 'No such conversation' }],
+    ['delete', 'assistant/conversations/{id}/', 'Delete a conversation', null, { 200: 'Deleted' }, { ...unavailable, ...unreachable, 404: 'No such conversation' }],
     ['post', 'assistant/conversations/{id}/messages/', 'Send a message (starts a turn)', MESSAGE_FORM, { 202: 'job_id, status, seq' }, { ...unavailable, ...unreachable, ...limited, 400: `text missing or over ${MAX_MESSAGE} characters`, 404: 'No such conversation', 409: 'Busy with a previous message, or waiting for an approval answer' }],
     ['post', 'assistant/conversations/{id}/approval/', 'Answer a writing tool call', APPROVAL_FORM, { 202: 'job_id, status, seq' }, { ...unavailable, ...unreachable, ...limited, 400: 'approve missing or not a boolean', 404: 'No such conversation', 409: 'No call waits' }],
   ];

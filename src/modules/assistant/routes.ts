@@ -9,11 +9,17 @@ import { answerApproval, assistantStatus, createConversation, deleteConversation
 
 const BODY_LIMIT = 64 * 1024;
 
-/** assistant/...: status always answers; every other endpoint is 503 without a gateway. */
+/**
+ * assistant/...: status always answers; every other endpoint (list, read, create and delete of
+ * conversations included) is 503 with the reason when the assistant is unavailable (no gateway, no
+ * known MCP address) and 502 when the gateway cannot be reached or refuses the service (its 401).
+ */
 export function registerAssistantRoutes(router: Router, app: AppContext, authenticated: Middleware, path: (relative: string) => string): void {
   const principal = (ctx: Context) => (ctx.state as MobileState).mobile.principal;
   const available: Middleware = async (_ctx, next) => {
     requireGateway(app.config);
+    mcpUrlFor(app);
+    await pingGateway(app.config);
     await next();
   };
 
@@ -34,11 +40,9 @@ export function registerAssistantRoutes(router: Router, app: AppContext, authent
     respond(ctx, 'Conversation deleted.', {});
   });
   router.post(path('assistant/conversations/:id/messages/'), authenticated, available, async (ctx) => {
-    await pingGateway(app.config);
     respond(ctx, 'Message accepted.', await postMessage(app, principal(ctx), ctx.params.id!, await readJsonObject(ctx, BODY_LIMIT), mcpUrlFor(app)), 202);
   });
   router.post(path('assistant/conversations/:id/approval/'), authenticated, available, async (ctx) => {
-    await pingGateway(app.config);
     respond(ctx, 'Answer accepted.', await answerApproval(app, principal(ctx), ctx.params.id!, await readJsonObject(ctx, BODY_LIMIT), mcpUrlFor(app)), 202);
   });
 }

@@ -260,6 +260,23 @@ export interface SiteExtensions {
    * (`bottom`, after the inlines).
    */
   detailSections: readonly PlacedDetailSection[];
+  /**
+   * Menu entries that are links rather than models (the dashboard, the video-call console, reports),
+   * so the phone's menu matches the web's: shown to a user who holds the permission each names.
+   */
+  menuLinks?: readonly MenuLink[];
+}
+
+/** A menu entry that is a link (the spec's menu item of type url). */
+export interface MenuLink {
+  /** The menu group it goes in (a model group of that label, or a group of its own). */
+  group: string;
+  label: string;
+  icon?: string | null;
+  /** Where it leads: an address on this service (a mobile API path for the phone). */
+  url: string;
+  /** The permission (app_label.codename) a user needs to see it; a superuser sees every link. */
+  permission: string;
 }
 
 export type DetailSectionPosition = 'top' | 'bottom';

@@ -43,7 +43,8 @@ const CUSTOMER_FIELDS = ['customer_ref', 'customer_type', 'first_name', 'last_na
   'score', 'decision', 'sanction_score', 'sanction_topic', 'ip_address_score', 'email_risk_score'];
 const FINANCIAL_FIELDS = ['transaction_ref', 'event_slug', 'amount', 'currency', 'io_type', 'event_date', 'payment_method', 'source_provider', 'source_ref',
   'source_address', 'destination_provider', 'destination_ref', 'destination_address', 'country', 'status', 'score', 'decision'];
-const NON_FINANCIAL_FIELDS = ['transaction_ref', 'event_slug', 'event_date', 'ip_address', 'country', 'score', 'decision'];
+const NON_FINANCIAL_FIELDS = ['transaction_ref', 'event_slug', 'event_date', 'payment_method', 'source_provider', 'source_ref', 'source_address', 'destination_provider',
+  'destination_ref', 'destination_address', 'ip_address', 'country', 'score', 'decision'];
 const RECORDS: Readonly<Record<string, { model: string; table: string; fields: string[] }>> = {
   financial: { model: 'transaction.financialevent', table: 'financial_transactions', fields: FINANCIAL_FIELDS },
   non_financial: { model: 'transaction.nonfinancialevent', table: 'non_financial_events', fields: NON_FINANCIAL_FIELDS },

@@ -20,6 +20,11 @@ export interface MobileDevice {
   push_provider: string | null;
   push_token: string | null;
   push_enabled: boolean;
+  /**
+   * Opened with a review ticket (a standing credential for read-only reviewer accounts): every
+   * write from it is refused, whatever the account may do. Read with the device by the guard.
+   */
+  read_only?: boolean;
 }
 
 /** A mobile_devices row as to_jsonb writes it: the timestamps are ISO strings. */

@@ -1,7 +1,7 @@
 import type { Context, Next } from 'koa';
 import type { AppContext } from '../../context.ts';
 import { loadSigningKey } from '../../auth/tokens.ts';
-import { HttpError, UnauthorizedError } from '../../http/errors.ts';
+import { ForbiddenError, HttpError, UnauthorizedError } from '../../http/errors.ts';
 import type { RequestState } from '../../http/state.ts';
 import { staffUserExists } from '../staff/principal.ts';
 import { ACCOUNT_INACTIVE, authenticateCaller, type Identity, type MobileCaller } from './identity.ts';
@@ -29,8 +29,24 @@ export function createIdentity(app: AppContext): Identity {
   return { db: app.db, config: app.config, tokens: new MobileTokens(signingKey), now: () => app.now?.() ?? new Date() };
 }
 
+const READS = new Set(['GET', 'HEAD', 'OPTIONS']);
+
+export const READ_ONLY_DEVICE = 'This device was paired with a review ticket: it is read-only, and no change can be made from it.';
+
+/**
+ * What a read-only device may still post: its own session and device housekeeping (logging out,
+ * its push token, marking its user's notifications read), none of which changes a record.
+ */
+const DEVICE_HOUSEKEEPING: readonly RegExp[] = [
+  /^\/api\/mobile\/auth\/logout\/$/,
+  /^\/api\/mobile\/devices\/push-token\/?$/,
+  /^\/api\/mobile\/notifications\/(read-all|[^/]+\/read)\/$/,
+];
+
 /**
  * Guards a mobile endpoint: the Bearer token, its device and its user are checked (401 otherwise).
+ * A device paired with a review ticket is read-only: every request but a read (GET) and the
+ * device's housekeeping is refused with 403 (reason read_only_device), here for every endpoint.
  * A user deleted while the handler runs makes it fail (a write's foreign key to the gone row, a
  * principal that no longer loads): that failure is the 401 a request after the deletion gets.
  */
@@ -38,6 +54,9 @@ export function requireDevice(identity: Identity) {
   return async (ctx: Context, next: Next) => {
     const caller = await authenticateCaller(identity, ctx.get('authorization'));
     (ctx.state as MobileState).mobile = caller;
+    if (caller.device.read_only && !READS.has(ctx.method) && !DEVICE_HOUSEKEEPING.some((pattern) => pattern.test(ctx.path))) {
+      throw new ForbiddenError(READ_ONLY_DEVICE, 'read_only_device');
+    }
     try {
       await next();
     } catch (error) {

@@ -216,7 +216,7 @@ export async function authenticateCaller<Extra extends Record<string, unknown> =
   const loaded = await loadPrincipalWith<Extra & { device: DeviceJson | null }>(
     identity.db,
     claims.userId,
-    { ...(options.extra ?? ({} as { [Name in keyof Extra]: string })), device: 'select to_jsonb(d) from mobile_devices d where d.id = $2' },
+    { ...(options.extra ?? ({} as { [Name in keyof Extra]: string })), device: `select to_jsonb(d) || jsonb_build_object('read_only', exists (select 1 from mobile_login_tickets t where t.id = d.ticket_id and t.kind = 'review')) from mobile_devices d where d.id = $2` },
     [claims.deviceId],
   );
   const principal = loaded?.principal;

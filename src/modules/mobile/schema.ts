@@ -4,7 +4,7 @@ import type { Context, Middleware } from 'koa';
 import type { OpenAPIRegistry } from '@asteasolutions/zod-to-openapi';
 import type { AppContext } from '../../context.ts';
 import { respond } from '../../http/envelope.ts';
-import { HttpError } from '../../http/errors.ts';
+import { ForbiddenError, HttpError } from '../../http/errors.ts';
 import { canRunAction, isHidden, objectPerms, visibleFields } from '../backoffice/access.ts';
 import { columnKind, columnLabel, columnSortable, filterSpecs, getRow, MAX_PAGE_SIZE } from '../backoffice/query.ts';
 import { describedBlocks, type AdminSite } from '../backoffice/site.ts';
@@ -50,7 +50,7 @@ export function shortcutOf(model: BoundModel, saved: SavedFilterRow): Shortcut {
   return { id: saved.id, label: saved.name, params, query, url: query ? `${dataEndpoint(model)}?${query}` : dataEndpoint(model) };
 }
 
-/** GET schema/: the models the user may view, by app, and the menu with the user's shortcuts. */
+/** GET schema/: the models the user may view, by app, and the menu with the user's shortcuts and the site's permitted links. */
 export async function schemaIndex(site: AdminSite, db: Knex, principal: Principal) {
   const visible = site.visibleModels(principal);
   const saved = visible.length
@@ -82,6 +82,13 @@ export async function schemaIndex(site: AdminSite, db: Knex, principal: Principa
       endpoints: endpoints(model),
       shortcuts: saved.filter((row) => row.app_label === model.appLabel && row.model === model.model).map((row) => shortcutOf(model, row)),
     });
+  }
+  // The site's link entries (dashboard, video-call console...), each for those holding its permission.
+  for (const link of site.extensions.menuLinks ?? []) {
+    if (!principal.has(link.permission)) continue;
+    let group = menu.get(link.group);
+    if (!group) menu.set(link.group, (group = { label: link.group, icon: link.icon ?? null, items: [] }));
+    group.items.push({ type: 'url', label: link.label, icon: link.icon ?? null, url: link.url });
   }
   return {
     apps: [...apps].map(([appLabel, models]) => ({ app_label: appLabel, models })),
@@ -240,8 +247,9 @@ export function registerSchemaRoutes(router: Router, app: AppContext, authentica
     const site = app.backoffice.site;
     const principal = principalOf(ctx);
     const model = site.get(ctx.params.app!, ctx.params.model!);
-    // A model the user may not view reads exactly like one that does not exist.
-    if (!model || !site.can(principal, model, 'view')) throw modelNotFound(ctx.params.app!, ctx.params.model!);
+    // As the data endpoints answer: 404 for a model that is not registered, 403 for one the user may not view.
+    if (!model) throw modelNotFound(ctx.params.app!, ctx.params.model!);
+    if (!site.can(principal, model, 'view')) throw new ForbiddenError(`You do not have permission to view ${model.verboseNamePlural}.`, 'permission_denied');
     respond(ctx, `Schema of ${model.verboseNamePlural}.`, await modelSchema(site, app.db, principal, model, singleParameter(ctx, 'object_id')));
   });
 
@@ -249,7 +257,8 @@ export function registerSchemaRoutes(router: Router, app: AppContext, authentica
     ['get', 'schema/', 'Models the user may view, by app, and the menu with saved-filter shortcuts', null, { 400: 'Unknown parameter' }],
     ['get', 'schema/{app}/{model}/', 'Model schema: perms, list columns and filters, form fields and fieldsets, inlines, actions; object_id evaluates the change form', null, {
       400: 'Unknown parameter',
-      404: 'Model not registered or not visible to the user; object_id not found',
+      403: 'The user may not view the model (permission_denied)',
+      404: 'Model not registered; object_id not found',
     }],
   ]);
 }

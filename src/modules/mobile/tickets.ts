@@ -95,8 +95,9 @@ export interface ReviewTicketOptions {
 }
 
 /**
- * A multi-use review ticket: a standing credential for a reviewer account, typed by hand in the
- * app, valid `days` days until revoked. A user holds at most one: issuing deletes the previous.
+ * A multi-use review ticket: a standing credential for a read-only reviewer account, typed by hand
+ * in the app, valid `days` days until revoked. A device it opens is read-only (the guard refuses
+ * every write from it with read_only_device), whatever the account's permissions. A user holds at most one: issuing deletes the previous.
  * The code is returned once; only its hash is kept.
  */
 export async function issueReviewTicket(
@@ -116,7 +117,8 @@ export async function issueReviewTicket(
     if (user.is_superuser && !options.force) {
       throw new TicketRefusedError(`User ${user.username} is a superuser: a standing review ticket for it needs --force.`);
     }
-    const replaced = await trx('mobile_login_tickets').where({ user_id: userId, kind: 'review' }).delete();
+    const previous = (await trx('mobile_login_tickets').where({ user_id: userId, kind: 'review' }).delete().returning('id')) as { id: string }[];
+    const replaced = previous.length;
     const id = randomUUID();
     await trx('mobile_login_tickets').insert({
       id,
@@ -127,6 +129,9 @@ export async function issueReviewTicket(
       created_at: now,
       expires_at: expiresAt,
     });
+    // Devices the replaced ticket opened stay review devices (read-only; the guard reads the kind of
+    // their ticket) and end with this ticket when it is revoked.
+    if (replaced) await trx('mobile_devices').whereIn('ticket_id', previous.map((row) => row.id)).update({ ticket_id: id });
     await recordAudit(trx, options.actor, 'review_ticket.issue', 'mobile_login_ticket', id, { user_id: userId, days, replaced });
   });
   return { code, expires_at: formatTimestamp(expiresAt) };

@@ -69,6 +69,9 @@ export const financialEventAdmin: ModelRegistration = {
   menu: { group: 'Monitoring', icon: 'payments' },
 };
 
+/** The source and destination of a non-financial record, as the integration reported them. */
+const COUNTERPARTY = ['source_provider', 'source_ref', 'source_address', 'destination_provider', 'destination_ref', 'destination_address'] as const;
+
 export const nonFinancialEventAdmin: ModelRegistration = {
   appLabel: 'transaction',
   model: 'nonfinancialevent',
@@ -100,8 +103,16 @@ export const nonFinancialEventAdmin: ModelRegistration = {
     decision: { choices: DECISION_CHOICES },
     channel: { choices: CHANNEL_CHOICES },
   },
-  form: ['transaction_ref', 'customer_id', 'event_slug', 'event_date', 'status', 'event_description', 'score', 'decision', 'rule_check', 'created_at', 'updated_at'],
-  readonly: SHARED.readonlyScored,
+  form: ['transaction_ref', 'customer_id', 'event_slug', 'event_date', 'payment_method', ...COUNTERPARTY, 'status', 'event_description', 'score', 'decision', 'rule_check', 'created_at', 'updated_at'],
+  fieldsets: [
+    { title: null, fields: ['transaction_ref', 'customer_id', 'event_slug', 'event_date', 'payment_method'] },
+    { title: 'Counterparty', fields: [...COUNTERPARTY] },
+    { title: 'Review', fields: ['status', 'event_description'] },
+    { title: 'Scoring', fields: ['score', 'decision', 'rule_check'] },
+    { title: 'History', fields: ['created_at', 'updated_at'], classes: ['collapse'] },
+  ],
+  // As reported by the merchant: the payment method and the counterparties are not edited here.
+  readonly: [...SHARED.readonlyScored, 'payment_method', ...COUNTERPARTY],
   inlines: [
     { model: 'engine.executionlog', fk: 'record_id', label: 'Execution history', ordering: '-created_at' },
     { model: 'engine.compliancedecision', fk: 'target_id', label: 'Compliance decisions', ordering: '-created_at' },
