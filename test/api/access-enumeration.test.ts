@@ -345,7 +345,10 @@ test.serial('a superuser sees no hidden value nor hidden field name of any model
     // Web admin: changelist and change page.
     const [changelist, change] = await Promise.all([root.web.get(`/admin/${path(model)}`), root.web.get(`/admin/${path(model)}${object}/change/`)]);
     check('web changelist', changelist.status, 200, changelist.text, 'html');
-    check('web change page', change.status, 200, change.text, 'html');
+    // A report result's page shows its rows by design, as reports/results/<pk>/ does (the control above): the rows' marker only, nothing else hidden.
+    const rowsByDesign = model.key === 'report.reportresult' ? markerOf(model, 'rows') : null;
+    if (rowsByDesign && !change.text.includes(rowsByDesign)) problems.push(`${model.key} web change page: the result's rows are not shown`);
+    check('web change page', change.status, 200, rowsByDesign ? change.text.replaceAll(rowsByDesign, '') : change.text, 'html');
 
     // Mobile data API: list, detail with its inline blocks, schema of the model and of the record.
     const [list, detail, schema, recordSchema] = await Promise.all([
