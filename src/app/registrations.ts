@@ -20,6 +20,7 @@ import { deviceAdmin } from '../modules/mobile/admin.ts';
 import { notificationAdmin } from '../modules/notifications/admin.ts';
 import { reportAdmin, reportResultAdmin } from '../modules/reports/admin.ts';
 import { ReportRowsSection, reportResultBlocks } from '../modules/reports/web.tsx';
+import { dashboardPanel } from '../modules/dashboard/web.tsx';
 import { executionLogAdmin, ruleAdmin } from '../modules/rules/admin.ts';
 import { sanctionEntryAdmin, screeningHitAdmin } from '../modules/screening/admin.ts';
 import { screeningHitBlocks } from '../modules/screening/blocks.ts';
@@ -70,6 +71,8 @@ export function permissionCodenames(): string[] {
 export function bindAdminSite(db: Knex): Promise<AdminSite> {
   return AdminSite.bind(db, REGISTRATIONS, {
     detailBlocks: [caseWorkBlocks, caseWorkbenchBlocks, caseQueueBlocks, approvalBlocks, screeningHitBlocks, aiReviewBlocks, reportResultBlocks],
+    // The dashboard at the top of the web admin's index.
+    indexPanels: [dashboardPanel],
     // The menu's link entries (the spec's url items), each for the users holding its permission.
     menuLinks: [
       { group: 'Dashboard', label: 'Dashboard', icon: 'dashboard', url: '/api/mobile/dashboard/widgets/', permission: 'transaction.view_financialevent' },

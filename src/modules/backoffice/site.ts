@@ -265,7 +265,12 @@ export interface SiteExtensions {
    * so the phone's menu matches the web's: shown to a user who holds the permission each names.
    */
   menuLinks?: readonly MenuLink[];
+  /** Panels of the web admin's index (the dashboard): each reads what it shows for the viewer and draws it. */
+  indexPanels?: readonly IndexPanel[];
 }
+
+/** A panel of the admin index: an async function of the viewer that returns a preact element (or null), typed loosely so the generic half needs no JSX. */
+export type IndexPanel = (context: { db: Knex; site: AdminSite; principal: Principal; now: Date }) => Promise<unknown>;
 
 /** A menu entry that is a link (the spec's menu item of type url). */
 export interface MenuLink {

@@ -1,11 +1,13 @@
 import type Router from '@koa/router';
 import type { Context } from 'koa';
+import type { ComponentChildren } from 'preact';
 import type { AppContext } from '../../../context.ts';
 import type { BoundModel } from '../registry.ts';
 import { isOwnPage, postOwnPage, postPairing, postPassword, showOwnPage } from './account.tsx';
 import { postChangelistAction, showChangelist } from './changelist.tsx';
 import { postAddForm, postDeletePage, renderObjectPage, showAddForm, showDeletePage, showHistory, submitObjectForm } from './changeform.tsx';
 import { showAutocomplete } from './autocomplete.ts';
+import { exportChangelist } from './export.ts';
 import { adminState, ADMIN_ROOT, capitalize, modelFromParams, modelUrl, renderPage } from './common.tsx';
 import { deleteFilter, saveFilter, savedFiltersOf, savedFilterUrl, type SavedFilter } from './saved-filters.tsx';
 
@@ -21,10 +23,11 @@ interface IndexGroup {
   models: { model: BoundModel; canAdd: boolean }[];
 }
 
-function IndexPage({ groups, savedFilters, models }: { groups: IndexGroup[]; savedFilters: SavedFilter[]; models: Map<string, BoundModel> }) {
+function IndexPage({ groups, savedFilters, models, panels }: { groups: IndexGroup[]; savedFilters: SavedFilter[]; models: Map<string, BoundModel>; panels: ComponentChildren[] }) {
   return (
     <>
       <h1>Site administration</h1>
+      {panels}
       <div class="dashboard">
         <div class="app-list">
           {groups.length === 0 && <p>You don’t have permission to view or edit anything.</p>}
@@ -83,8 +86,13 @@ async function showIndex(ctx: Context, app: AppContext): Promise<void> {
     group.models.push({ model, canAdd: site.can(state.principal, model, 'add') });
   }
   const visible = new Set(site.visibleModels(state.principal).map((model) => model.key));
-  const savedFilters = (await savedFiltersOf(app.db, state.principal.user.id)).filter((filter) => visible.has(`${filter.app_label}.${filter.model}`));
-  await renderPage(ctx, app, 200, 'Site administration', [{ label: 'Home' }], <IndexPage groups={groups} savedFilters={savedFilters} models={site.models} />);
+  // The modules' panels (the dashboard), read at once with the saved filters.
+  const [saved, panels] = await Promise.all([
+    savedFiltersOf(app.db, state.principal.user.id),
+    Promise.all((site.extensions.indexPanels ?? []).map((panel) => panel({ db: app.db, site, principal: state.principal, now: app.now?.() ?? new Date() }))),
+  ]);
+  const savedFilters = saved.filter((filter) => visible.has(`${filter.app_label}.${filter.model}`));
+  await renderPage(ctx, app, 200, 'Site administration', [{ label: 'Home' }], <IndexPage groups={groups} savedFilters={savedFilters} models={site.models} panels={panels as ComponentChildren[]} />);
 }
 
 export function registerAdminPages(router: Router, app: AppContext): void {
@@ -98,6 +106,7 @@ export function registerAdminPages(router: Router, app: AppContext): void {
   router.get('/admin/:app/:model/', page(showChangelist));
   router.post('/admin/:app/:model/', page(postChangelistAction));
   router.get('/admin/:app/:model/autocomplete/', page(showAutocomplete));
+  router.get('/admin/:app/:model/export.csv', page(exportChangelist));
   router.get('/admin/:app/:model/add/', page(showAddForm));
   router.post('/admin/:app/:model/add/', page(postAddForm));
   router.get(
