@@ -5,6 +5,7 @@
 import { benchBackoffice } from './backoffice.ts';
 import { benchCasePage } from './case-page.ts';
 import { benchDashboard } from './dashboard.ts';
+import { benchExport } from './export.ts';
 import { benchLiveSocket } from './live-socket.ts';
 import { benchIngest } from './ingest.ts';
 import { benchMobileIdentity } from './mobile-identity.ts';
@@ -26,6 +27,7 @@ const BENCHMARKS: Record<string, () => Promise<void>> = {
   'mobile-identity': benchMobileIdentity,
   'live-socket': benchLiveSocket,
   dashboard: benchDashboard,
+  export: benchExport,
   replay: benchReplay,
   alerts: benchAlerts,
   'sanctions-recall': benchSanctionsRecall,

@@ -24,6 +24,7 @@ import { createIdentity, requireDevice } from '../modules/mobile/guard.ts';
 import { mobilePath, registerMobileRoutes } from '../modules/mobile/routes.ts';
 import { registerSchemaRoutes } from '../modules/mobile/schema.ts';
 import { registerNotificationRoutes } from '../modules/mobile/notifications.ts';
+import { registerNotificationPages } from '../modules/notifications/web.tsx';
 import { registerPushRoutes } from '../modules/mobile/push-token.ts';
 import { registerReportRoutes } from '../modules/reports/routes.ts';
 import { registerReportPages } from '../modules/reports/web.tsx';
@@ -49,6 +50,7 @@ export function createApp(app: AppContext): Koa {
   // only urlencoded forms: it resolves the session and checks the form's CSRF token itself.
   registerCaseWorkUploads(router, app);
   registerAdminShell(router, app);
+  registerNotificationPages(router, app);
   registerAdminPages(router, app);
   registerCaseWorkPages(router, app);
   // Take and next case: the web posts behind the shell and their mobile endpoints.

@@ -302,23 +302,8 @@ export async function listRows(
 
   const page = filtered.clone();
   selectColumns(site, model, page, extraFields);
-  const orderings: Ordering[] = [];
   const hidden = hiddenJoins(site, model, principal);
-  for (const index of parameters.order) {
-    const column = model.columns[Math.abs(index) - 1];
-    // A joined column the viewer may not see is not theirs to sort by either: the order would tell.
-    if (!column || !columnSortable(model, column) || hidden.includes(column.name)) {
-      throw new QueryError(`Ordering column ${Math.abs(index)} does not exist or cannot be sorted.`, 'o');
-    }
-    orderings.push([orderExpression(model, column), index < 0 ? 'desc' : 'asc', model.columnTypes.get(column.name)?.nullable ?? true]);
-  }
-  if (!orderings.length) {
-    for (const order of model.ordering ?? []) {
-      const name = order.replace(/^-/, '');
-      orderings.push([`${ALIAS}.${name}`, order.startsWith('-') ? 'desc' : 'asc', model.columnTypes.get(name)!.nullable]);
-    }
-  }
-  orderings.push([`${ALIAS}.${model.pk}`, orderings.at(-1)?.[1] ?? 'desc', false]);
+  const orderings = listOrderings(model, parameters.order, hidden);
 
   const pageNumber = Math.max(1, parameters.page);
   const pageOfKeys = (keys: string) => {
@@ -335,6 +320,49 @@ export async function listRows(
   return { rows, links, total, totalIsEstimate: estimate, page: pageNumber, pageSize, pages };
 }
 
+/** The list's ORDER BY terms for `o` (column indexes), else the model's ordering, then the pk; a column that cannot be sorted (or is hidden from the viewer) is a QueryError. */
+function listOrderings(model: BoundModel, order: number[], hidden: string[]): Ordering[] {
+  const orderings: Ordering[] = [];
+  for (const index of order) {
+    const column = model.columns[Math.abs(index) - 1];
+    // A joined column the viewer may not see is not theirs to sort by either: the order would tell.
+    if (!column || !columnSortable(model, column) || hidden.includes(column.name)) {
+      throw new QueryError(`Ordering column ${Math.abs(index)} does not exist or cannot be sorted.`, 'o');
+    }
+    orderings.push([orderExpression(model, column), index < 0 ? 'desc' : 'asc', model.columnTypes.get(column.name)?.nullable ?? true]);
+  }
+  if (!orderings.length) {
+    for (const order of model.ordering ?? []) {
+      const name = order.replace(/^-/, '');
+      orderings.push([`${ALIAS}.${name}`, order.startsWith('-') ? 'desc' : 'asc', model.columnTypes.get(name)!.nullable]);
+    }
+  }
+  orderings.push([`${ALIAS}.${model.pk}`, orderings.at(-1)?.[1] ?? 'desc', false]);
+  return orderings;
+}
+
+/**
+ * The list's query without a page, for a CSV export: the same scope, filters, search, select list
+ * (related columns joined) and ordering as listRows, so an export holds what the list shows, in its
+ * order. `hidden` names the joined columns the viewer may not see (listRows blanks them; an export
+ * leaves them out). Bad parameters are QueryErrors, thrown before any statement runs.
+ */
+export function listQuery(
+  site: AdminSite,
+  db: Knex,
+  model: BoundModel,
+  principal: Principal,
+  parameters: Pick<ListParameters, 'search' | 'order' | 'filters'>,
+): { query: Knex.QueryBuilder; hidden: string[] } {
+  const query = scopedQuery(db, model, principal);
+  applyFilters(query, model, principal, parameters.filters);
+  applySearch(query, model, parameters.search);
+  selectColumns(site, model, query, []);
+  const hidden = hiddenJoins(site, model, principal);
+  for (const [expression, direction, nullable] of listOrderings(model, parameters.order, hidden)) query.orderByRaw(orderTerm(expression, direction, nullable));
+  return { query, hidden };
+}
+
 /** The list's joined columns whose related model the viewer may not view. */
 function hiddenJoins(site: AdminSite, model: BoundModel, principal: Principal): string[] {
   return model.columns
@@ -344,7 +372,7 @@ function hiddenJoins(site: AdminSite, model: BoundModel, principal: Principal): 
 }
 
 /** Merges the registration's per-viewer values into the page's rows (in place) and answers their card links. */
-async function annotateRows(site: AdminSite, db: Knex, model: BoundModel, principal: Principal, rows: Row[]): Promise<RowAnnotation['link'][] | undefined> {
+export async function annotateRows(site: AdminSite, db: Knex, model: BoundModel, principal: Principal, rows: Row[]): Promise<RowAnnotation['link'][] | undefined> {
   if (!model.annotate) return undefined;
   if (!rows.length) return [];
   const annotations = await model.annotate({ db, principal, model: (key) => site.models.get(key), mayView: (target) => site.can(principal, target, 'view') }, rows);

@@ -293,6 +293,11 @@ function ChangelistBody(props: ChangelistProps) {
             Add {model.verboseName}
           </a>
         )}
+        {result && (
+          <a class="button button-secondary export-csv" href={modelUrl(model, 'export.csv') + changelistQueryString({ ...query, page: 1 })} download>
+            Export CSV
+          </a>
+        )}
       </div>
       <div class="changelist">
         <div class="changelist-main">

@@ -1,3 +1,4 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
 import type { ComponentChildren, JSX } from 'preact';
 import { renderToString } from 'preact-render-to-string';
 import type { FlashMessage } from './session.ts';
@@ -41,6 +42,34 @@ export const STATIC_FILES = {
   icon: '/admin/static/favicon.svg',
 } as const;
 
+/**
+ * What the header shows beside the user, per request: the notifications middleware
+ * (src/modules/notifications/web.tsx, behind the shell) counts the user's unread notifications
+ * once and renders the rest of the request inside this context. Pages the shell answers itself
+ * (its error pages) render outside it and show the link without a count. idleSeconds is the
+ * session's idle timeout: admin.js stops asking for the count after half of it without the user
+ * doing anything, since every request it makes keeps the session alive.
+ */
+export const headerContext = new AsyncLocalStorage<{ unreadNotifications?: number; idleSeconds?: number }>();
+
+/** The header's link to the user's notifications, with the unread count (kept current by admin.js). */
+function NotificationsLink() {
+  const store = headerContext.getStore();
+  const unread = store?.unreadNotifications;
+  return (
+    <a href="/admin/notifications/" class="notifications-link" id="notifications-link" data-idle-seconds={store?.idleSeconds === undefined ? undefined : String(store.idleSeconds)}>
+      Notifications{' '}
+      <span class="unread-badge" id="unread-count" data-unread={unread === undefined ? '' : String(unread)} hidden={!unread}>
+        {unread ? String(unread) : ''}
+      </span>
+      <span class="visually-hidden" id="unread-label" hidden={!unread}>
+        {' '}
+        unread
+      </span>
+    </a>
+  );
+}
+
 export function CsrfField({ token }: { token: string }) {
   return <input type="hidden" name={CSRF_FIELD} value={token} />;
 }
@@ -67,6 +96,7 @@ export function Layout({ title, user, csrfToken, breadcrumbs, messages, bodyClas
               <span class="greeting">
                 Signed in as <strong>{user.full_name || user.username}</strong>
               </span>
+              <NotificationsLink />
               <a href={`/admin/auth/user/${encodeURIComponent(user.id)}/change/`}>My account</a>
               {csrfToken && (
                 <form method="post" action="/admin/logout/" class="inline-form">
