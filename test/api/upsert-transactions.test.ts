@@ -1,6 +1,7 @@
 import test from 'ava';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { storedDecisionContext } from '../../src/modules/rules/decision-context.ts';
+import { UNSCORED_WARNING } from '../../src/modules/transaction/service.ts';
 import { defineEvents, hoursAgo, loadRuleSet , countRows } from '../helpers/fixtures.ts';
 
 const FINANCIAL = '/api/transaction/financial/upsert/';
@@ -144,14 +145,17 @@ test('correctable deviations are normalized with warnings', async (t) => {
   t.is(stored.io_type, 1);
 });
 
-test('records older than a day are stored without a rule run', async (t) => {
-  const response = await app.request('POST', FINANCIAL, { token, json: financial({ amount: 9000, event_date: hoursAgo(30) }) });
-  const [result] = response.body.data.results;
+test('records older than a day are stored without a rule run, and their result says so', async (t) => {
+  const response = await app.request('POST', FINANCIAL, { token, json: [financial({ amount: 9000, event_date: hoursAgo(30) }), financial({ amount: 9000, event_date: hoursAgo(1) })] });
+  const [result, fresh] = response.body.data.results;
   t.is(result.action, 'created');
   t.is(result.rule_check, false);
   t.is(result.log_id, null);
   t.is(result.score, null);
   t.is(result.decision, null);
+  t.deepEqual(result.warnings, [UNSCORED_WARNING]);
+  t.is(fresh.rule_check, true);
+  t.false(fresh.warnings.includes(UNSCORED_WARNING), 'a record within the window is scored, with no such warning');
 });
 
 test('aggregates count stored history and the batch’s own earlier records in event_date order', async (t) => {

@@ -47,6 +47,8 @@ export interface TransactionResult {
 
 /** Rule engine not run for records whose event_date is older than this (rule_check false). */
 const RULE_CHECK_WINDOW_MS = 24 * 3_600_000;
+export const UNSCORED_WARNING =
+  'event_date: older than the scoring window (24 hours); stored unscored (rule_check false): no rule ran and no alert is raised for it.';
 
 interface Accepted extends ValidRecord {
   customer: Record<string, unknown>;
@@ -163,7 +165,10 @@ function transactionPlan(app: AppContext, kind: TransactionKind, now: number): B
         let eventView = eventViews.get(slug);
         if (!eventView) eventViews.set(slug, (eventView = { slug: event.slug, name: event.name, type: event.type }));
         const eventDate = Date.parse(values.event_date as string);
-        return Object.assign(record, { customer, event: eventView, eventDate, ruleCheck: eventDate >= now - RULE_CHECK_WINDOW_MS });
+        const ruleCheck = eventDate >= now - RULE_CHECK_WINDOW_MS;
+        // A back-filled record is stored and counts in later aggregates, but is not scored: said, never silent.
+        if (!ruleCheck) warnings.push(UNSCORED_WARNING);
+        return Object.assign(record, { customer, event: eventView, eventDate, ruleCheck });
       });
     },
 
