@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
 import type { AppContext } from '../../context.ts';
+import { ruleNames } from './rule-contributions.ts';
 import type { AdminSite, BlockDescription, DetailBlockProvider } from '../backoffice/site.ts';
 import { mayName } from '../backoffice/access.ts';
 import { getRow } from '../backoffice/query.ts';
@@ -82,9 +83,7 @@ async function matchedRulesOf(db: Knex, log: Row | undefined): Promise<MatchedRu
     (entry): entry is { code: unknown; version?: unknown; score?: unknown; decision?: unknown } => entry !== null && typeof entry === 'object' && typeof (entry as { code?: unknown }).code === 'string',
   );
   const codes = [...new Set(matched.map((entry) => String(entry.code)))];
-  const names = new Map(
-    codes.length ? ((await db('rules').whereIn('code', codes).select('code', 'name')) as Row[]).map((rule) => [String(rule.code), String(rule.name)]) : [],
-  );
+  const names = await ruleNames(db, codes);
   return {
     log_id: String(log.id),
     score: Number(log.score),

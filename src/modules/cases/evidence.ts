@@ -6,6 +6,7 @@ import type { Principal } from '../staff/principal.ts';
 import { formatTimestamp } from '../../timestamps.ts';
 import { decisionContextOfLog, viewableDecisionContext } from '../rules/decision-context.ts';
 import type { DecisionContext } from '../rules/evaluate.ts';
+import { ruleContributions } from './rule-contributions.ts';
 
 /**
  * The evidence an officer weighs beside a case's form: the customer with its risk scores and KYC
@@ -134,12 +135,9 @@ async function alertedRecords(db: Knex, site: AdminSite, principal: Principal, a
   const byTarget = new Map<string, string[]>();
   for (const alert of alerts) byTarget.set(String(alert.target), [...(byTarget.get(String(alert.target)) ?? []), String(alert.record_id)]);
   const records = new Map<string, Row>();
-  const logIds = [...new Set(alerts.map((alert) => alert.log_id).filter((id): id is string => typeof id === 'string'))];
-  const codes = new Set<string>();
-  for (const alert of alerts) for (const code of (alert.rule_codes as string[]) ?? []) codes.add(code);
-  const [logs, rules] = await Promise.all([
-    logIds.length ? (db('execution_logs').whereIn('id', logIds).select('id', 'matched_rules') as Promise<Row[]>) : Promise.resolve([] as Row[]),
-    codes.size ? (db('rules').whereIn('code', [...codes]).select('code', 'name') as Promise<Row[]>) : Promise.resolve([] as Row[]),
+  const logIds = alerts.map((alert) => alert.log_id).filter((id): id is string => typeof id === 'string');
+  const [{ byLog: matched, names }] = await Promise.all([
+    ruleContributions(db, logIds, alerts.flatMap((alert) => (alert.rule_codes as string[]) ?? [])),
     ...[...byTarget].map(async ([target, ids]) => {
       const spec = RECORDS[target];
       if (!spec || !mayName(site, principal, spec.model)) return;
@@ -147,8 +145,6 @@ async function alertedRecords(db: Knex, site: AdminSite, principal: Principal, a
       for (const row of rows) records.set(`${target}:${String(row.id)}`, row);
     }),
   ]);
-  const matched = new Map((logs as Row[]).map((log) => [String(log.id), (log.matched_rules as { code: string; score: number; decision: string | null }[]) ?? []]));
-  const names = new Map((rules as Row[]).map((rule) => [String(rule.code), String(rule.name)]));
   return alerts.map((alert) => {
     const target = String(alert.target);
     const spec = RECORDS[target];
@@ -167,7 +163,7 @@ async function alertedRecords(db: Knex, site: AdminSite, principal: Principal, a
       record: row && model ? { model: model.key, pk: String(row.id), ref: (alert.record_ref as string | null) ?? null, fields: labelled(site, principal, model, row, spec!.fields) } : null,
       rules: ((alert.rule_codes as string[]) ?? []).map((code) => {
         const contribution = contributions?.find((rule) => rule.code === code);
-        return { code, name: names.get(code) ?? null, score: contribution ? Number(contribution.score) : null, decision: contribution?.decision ?? null };
+        return { code, name: names.get(code) ?? null, score: contribution?.score ?? null, decision: contribution?.decision ?? null };
       }),
     };
   });

@@ -6,6 +6,7 @@ import type { BoundModel, Row } from '../backoffice/registry.ts';
 import type { Principal } from '../staff/principal.ts';
 import { formatTimestamp } from '../../timestamps.ts';
 import { RATIONALE_FIELDS } from './admin.ts';
+import { ruleContributions, type Contribution } from './rule-contributions.ts';
 
 /**
  * The one timeline of a case, newest first: alerts raised (with their rules by name and score),
@@ -173,7 +174,7 @@ interface Names {
   users: Map<string, string>;
   rules: Map<string, string>;
   /** log id -> the rules it matched, with the score each contributed. */
-  contributions: Map<string, { code: string; score: number }[]>;
+  contributions: Map<string, Contribution[]>;
 }
 
 /** The people, rules and rule contributions a page of entries names: three statements at most, sent at once. */
@@ -190,19 +191,11 @@ async function namesOf(db: Knex, entries: readonly StoredEntry[]): Promise<Names
   }
   const codes = new Set<string>();
   for (const { data, kind } of entries) if (kind === 'alert') for (const code of (data.rule_codes as string[]) ?? []) codes.add(code);
-  const [users, logs, rules] = await Promise.all([
+  const [users, rules] = await Promise.all([
     userIds.size ? (db('staff_users').whereIn('id', [...userIds]).select('id', 'username', 'full_name') as Promise<Row[]>) : Promise.resolve([]),
-    logIds.size ? (db('execution_logs').whereIn('id', [...logIds]).select('id', 'matched_rules') as Promise<Row[]>) : Promise.resolve([]),
-    codes.size ? (db('rules').whereIn('code', [...codes]).select('code', 'name') as Promise<Row[]>) : Promise.resolve([]),
+    ruleContributions(db, logIds, codes),
   ]);
-  const contributions = new Map(
-    logs.map((log) => [String(log.id), ((log.matched_rules as { code: string; score: number }[]) ?? []).map(({ code, score }) => ({ code, score: Number(score) }))]),
-  );
-  return {
-    users: new Map(users.map((user) => [String(user.id), personName(user)])),
-    rules: new Map(rules.map((rule) => [String(rule.code), String(rule.name)])),
-    contributions,
-  };
+  return { users: new Map(users.map((user) => [String(user.id), personName(user)])), rules: rules.names, contributions: rules.byLog };
 }
 
 /** "Full Name (username)", or the username alone. */
