@@ -10,7 +10,7 @@ import type { Page } from 'playwright-core';
 import { permissionCodenames } from '../../src/app/registrations.ts';
 import { createGroup, createUser } from '../../src/modules/staff/service.ts';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
-import { browserAvailable, browserTest, launchBrowser } from '../helpers/browser.ts';
+import { browserAvailable, browserTest, launchBrowser, logIn as signIn } from '../helpers/browser.ts';
 
 const PASSWORD = 'violet-harbour-lantern-42';
 const XSS = '<script>alert(1)</script>';
@@ -60,11 +60,7 @@ test.after.always(async () => {
 });
 
 async function logIn(page: Page, username: string, password = PASSWORD) {
-  await page.context().clearCookies();
-  await page.goto(`${app.url}/admin/`);
-  await page.fill('#id_username', username);
-  await page.fill('#id_password', password);
-  await Promise.all([page.waitForLoadState('load'), page.click('button[type=submit]')]);
+  await signIn(page, app.url, username, password);
 }
 
 /** Clicks and waits for the navigation it starts. */

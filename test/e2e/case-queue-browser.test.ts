@@ -13,7 +13,7 @@ import { permissionCodenames } from '../../src/app/registrations.ts';
 import { createUser } from '../../src/modules/staff/service.ts';
 import { setApprovalPolicies } from '../../src/app/policies.ts';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
-import { browserAvailable, browserTest, launchBrowser, seriousViolations } from '../helpers/browser.ts';
+import { browserAvailable, browserTest, launchBrowser, seriousViolations, logIn as signIn } from '../helpers/browser.ts';
 
 const PASSWORD = 'indigo-lantern-harbour-27';
 const OFFICER = ['engine.view_watchlist', 'engine.change_watchlist', 'engine.view_alert', 'customer.view_customer', 'auth.view_user', 'approval.view_approvalrequest'];
@@ -73,11 +73,7 @@ async function audit(t: ExecutionContext, page: Page, what: string) {
 }
 
 async function logIn(page: Page, username: string) {
-  await page.context().clearCookies();
-  await page.goto(`${app.url}/admin/`);
-  await page.fill('#id_username', username);
-  await page.fill('#id_password', PASSWORD);
-  await Promise.all([page.waitForLoadState('load'), page.click('button[type=submit]')]);
+  await signIn(page, app.url, username, PASSWORD);
 }
 
 async function follow(page: Page, selector: string) {

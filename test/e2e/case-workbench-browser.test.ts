@@ -11,7 +11,7 @@ import type { Page } from 'playwright-core';
 import { permissionCodenames } from '../../src/app/registrations.ts';
 import { createUser } from '../../src/modules/staff/service.ts';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
-import { browserAvailable, browserTest, launchBrowser, seriousViolations } from '../helpers/browser.ts';
+import { browserAvailable, browserTest, launchBrowser, seriousViolations, logIn as signIn } from '../helpers/browser.ts';
 import { defineEvents, hoursAgo, loadRuleSet } from '../helpers/fixtures.ts';
 
 const PASSWORD = 'copper-meadow-lantern-58';
@@ -58,10 +58,7 @@ test.after.always(async () => {
 });
 
 async function logIn(page: Page) {
-  await page.goto(`${app.url}/admin/`);
-  await page.fill('#id_username', 'olga');
-  await page.fill('#id_password', PASSWORD);
-  await Promise.all([page.waitForLoadState('load'), page.click('button[type=submit]')]);
+  await signIn(page, app.url, 'olga', PASSWORD);
 }
 
 async function follow(page: Page, selector: string) {

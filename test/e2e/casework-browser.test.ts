@@ -12,7 +12,7 @@ import { setApprovalPolicies } from '../../src/app/policies.ts';
 import { loadPrincipal } from '../../src/modules/staff/principal.ts';
 import { createUser } from '../../src/modules/staff/service.ts';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
-import { browserAvailable, browserTest, launchBrowser } from '../helpers/browser.ts';
+import { browserAvailable, browserTest, launchBrowser, logIn as signIn } from '../helpers/browser.ts';
 import { defineEvents, hoursAgo, loadRuleSet } from '../helpers/fixtures.ts';
 
 const PASSWORD = 'saffron-ledger-compass-31';
@@ -56,11 +56,7 @@ test.after.always(async () => {
 });
 
 async function logIn(page: Page, username: string) {
-  await page.context().clearCookies();
-  await page.goto(`${app.url}/admin/`);
-  await page.fill('#id_username', username);
-  await page.fill('#id_password', PASSWORD);
-  await Promise.all([page.waitForLoadState('load'), page.click('button[type=submit]')]);
+  await signIn(page, app.url, username, PASSWORD);
 }
 
 async function follow(page: Page, selector: string) {

@@ -14,7 +14,7 @@ import { INBOX_PAGE_SIZE } from '../../src/modules/notifications/web.tsx';
 import { createUser } from '../../src/modules/staff/service.ts';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { adminClient, csrfTokenIn } from '../helpers/admin.ts';
-import { browserAvailable, browserTest, launchBrowser, seriousViolations } from '../helpers/browser.ts';
+import { browserAvailable, browserTest, launchBrowser, seriousViolations, logIn as signIn } from '../helpers/browser.ts';
 
 const PASSWORD = 'amber-quarry-lantern-83';
 let app: TestApp;
@@ -49,11 +49,7 @@ test.after.always(async () => {
 });
 
 async function logIn(page: Page, username: string) {
-  await page.context().clearCookies();
-  await page.goto(`${app.url}/admin/login/`);
-  await page.fill('#id_username', username);
-  await page.fill('#id_password', PASSWORD);
-  await Promise.all([page.waitForLoadState('load'), page.click('button[type=submit]')]);
+  await signIn(page, app.url, username, PASSWORD);
 }
 
 async function headerCount(page: Page): Promise<string> {

@@ -10,7 +10,7 @@ import { permissionCodenames } from '../../src/app/registrations.ts';
 import { createUser } from '../../src/modules/staff/service.ts';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { adminClient } from '../helpers/admin.ts';
-import { browserAvailable, browserTest, launchBrowser, seriousViolations } from '../helpers/browser.ts';
+import { browserAvailable, browserTest, launchBrowser, seriousViolations, logIn as signIn } from '../helpers/browser.ts';
 import { defineEvents, hoursAgo } from '../helpers/fixtures.ts';
 import { installClock, pairDevice } from '../helpers/mobile.ts';
 import { WEB_ROWS_PAGE } from '../../src/modules/reports/web.tsx';
@@ -59,11 +59,7 @@ test.after.always(async () => {
 });
 
 async function logIn(page: Page, username: string) {
-  await page.context().clearCookies();
-  await page.goto(`${app.url}/admin/`);
-  await page.fill('#id_username', username);
-  await page.fill('#id_password', PASSWORD);
-  await Promise.all([page.waitForLoadState('load'), page.click('button[type=submit]')]);
+  await signIn(page, app.url, username, PASSWORD);
 }
 
 browserTest("a result's rows on its page, the next page, and the CSV file", async (t) => {

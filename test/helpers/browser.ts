@@ -85,3 +85,12 @@ export async function seriousViolations(page: Page): Promise<AxeViolation[]> {
   });
   return violations.filter((violation) => violation.impact === 'serious' || violation.impact === 'critical');
 }
+
+/** Signs in through the admin's login form, as a fresh visitor (cookies cleared first). */
+export async function logIn(page: Page, baseUrl: string, username: string, password: string): Promise<void> {
+  await page.context().clearCookies();
+  await page.goto(`${baseUrl}/admin/`);
+  await page.fill('#id_username', username);
+  await page.fill('#id_password', password);
+  await Promise.all([page.waitForLoadState('load'), page.click('button[type=submit]')]);
+}
