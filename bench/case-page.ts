@@ -8,20 +8,12 @@
  */
 import http from 'node:http';
 import os from 'node:os';
-import { randomBytes } from 'node:crypto';
-import type { AddressInfo } from 'node:net';
-import knexFactory from 'knex';
-import { loadConfig } from '../src/config.ts';
 import { createKnex } from '../src/db/knex.ts';
-import { migrateToLatest } from '../src/db/migrate.ts';
-import { createApp } from '../src/app/http.ts';
-import { createLogger } from '../src/logger.ts';
 import { permissionCodenames } from '../src/app/registrations.ts';
 import { startSession, SESSION_COOKIE } from '../src/modules/backoffice/web/session.ts';
 import { issueLoginTicket } from '../src/modules/mobile/tickets.ts';
 import { createUser } from '../src/modules/staff/service.ts';
-import { buildContext } from '../src/server.ts';
-import { benchDatabaseUrl } from './bench-database.ts';
+import { serveBench, withOwnDatabase } from './bench-database.ts';
 import { machineLine, writeSection } from './results.ts';
 
 const EVENTS = 400_000;
@@ -94,15 +86,7 @@ export async function seedCasePage(db: ReturnType<typeof createKnex>, officerId:
 }
 
 export async function benchCasePage(): Promise<void> {
-  const server = await benchDatabaseUrl();
-  const name = `warden_bench_case_${randomBytes(3).toString('hex')}`;
-  const admin = knexFactory({ client: 'pg', connection: server.url, pool: { min: 0, max: 1 } });
-  await admin.raw(`create database ${name}`);
-  const url = new URL(server.url);
-  url.pathname = `/${name}`;
-  const db = createKnex(url.toString(), 10);
-  try {
-    await migrateToLatest(db);
+  await withOwnDatabase('case', async (db, url) => {
     const operator = { actor: { type: 'operator' as const, id: 'bench' }, known: new Set(permissionCodenames()) };
     const user = await createUser(db, { username: 'officer', full_name: 'Olga Officer', password: 'a sturdy bench passphrase', is_superuser: true }, operator);
     const seeding = performance.now();
@@ -115,11 +99,8 @@ export async function benchCasePage(): Promise<void> {
       )) as { rows: { n: string }[] }).rows[0]!.n,
     );
     console.log(`seeded in ${((performance.now() - seeding) / 1000).toFixed(1)} s; the busy case has ${entries} timeline entries`);
-    const config = loadConfig({ LOG_LEVEL: 'silent', DATABASE_URL: url.toString() });
-    const app = await buildContext(config, db, createLogger('silent'));
-    const httpServer = http.createServer(createApp(app).callback());
-    await new Promise<void>((resolve) => httpServer.listen(0, '127.0.0.1', () => resolve()));
-    const base = `http://127.0.0.1:${(httpServer.address() as AddressInfo).port}`;
+    const service = await serveBench(db, url);
+    const base = service.base;
     const lines: string[] = [];
     try {
       const ticket = (await issueLoginTicket(db, user.id)).qr.ticket;
@@ -146,19 +127,12 @@ export async function benchCasePage(): Promise<void> {
         'Server time from the Server-Timing header (the handler, the page rendered, body serialisation excluded). Command: `npm run bench case-page`.',
       );
     } finally {
-      httpServer.closeAllConnections();
-      await new Promise((resolve) => httpServer.close(resolve));
-      await app.close();
+      await service.close();
     }
     const report = lines.join('\n');
     console.log(report);
     await writeSection('case-page', `## Case page with 200 alerts and a 1,000-entry timeline (\`npm run bench case-page\`)\n\n${report}`);
-  } finally {
-    await db.destroy();
-    await admin.raw(`drop database if exists ${name} with (force)`);
-    await admin.destroy();
-    await server.stop();
-  }
+  });
 
   async function timeHttp(address: string, headers: Record<string, string>): Promise<{ server: string; client: string }> {
     const probe = await fetch(address, { headers });

@@ -8,19 +8,11 @@
  */
 import http from 'node:http';
 import os from 'node:os';
-import { randomBytes } from 'node:crypto';
-import type { AddressInfo } from 'node:net';
-import knexFactory from 'knex';
-import { loadConfig } from '../src/config.ts';
 import { createKnex } from '../src/db/knex.ts';
-import { migrateToLatest } from '../src/db/migrate.ts';
-import { createApp } from '../src/app/http.ts';
-import { createLogger } from '../src/logger.ts';
 import { permissionCodenames } from '../src/app/registrations.ts';
 import { startSession, SESSION_COOKIE } from '../src/modules/backoffice/web/session.ts';
 import { createUser } from '../src/modules/staff/service.ts';
-import { buildContext } from '../src/server.ts';
-import { benchDatabaseUrl } from './bench-database.ts';
+import { serveBench, withOwnDatabase } from './bench-database.ts';
 import { machineLine, writeSection } from './results.ts';
 
 const EVENTS = Number(process.env.BENCH_EXPORT_EVENTS ?? 1_000_000);
@@ -84,26 +76,15 @@ async function measure(address: string, headers: Record<string, string>): Promis
 }
 
 export async function benchExport(): Promise<void> {
-  const server = await benchDatabaseUrl();
-  const name = `warden_bench_export_${randomBytes(3).toString('hex')}`;
-  const admin = knexFactory({ client: 'pg', connection: server.url, pool: { min: 0, max: 1 } });
-  await admin.raw(`create database ${name}`);
-  const url = new URL(server.url);
-  url.pathname = `/${name}`;
-  const db = createKnex(url.toString(), 10);
-  const lines: string[] = [];
-  try {
-    await migrateToLatest(db);
+  await withOwnDatabase('export', async (db, url) => {
+    const lines: string[] = [];
     const seeding = performance.now();
     await seed(db);
     console.log(`seeded ${EVENTS} events in ${((performance.now() - seeding) / 1000).toFixed(1)} s`);
     const operator = { actor: { type: 'operator' as const, id: 'bench' }, known: new Set(permissionCodenames()) };
     const user = await createUser(db, { username: 'officer', password: 'a sturdy bench passphrase', permissions: ['transaction.view_financialevent'] }, operator);
-    const config = loadConfig({ LOG_LEVEL: 'silent', DATABASE_URL: url.toString() });
-    const app = await buildContext(config, db, createLogger('silent'));
-    const httpServer = http.createServer(createApp(app).callback());
-    await new Promise<void>((resolve) => httpServer.listen(0, '127.0.0.1', () => resolve()));
-    const base = `http://127.0.0.1:${(httpServer.address() as AddressInfo).port}`;
+    const service = await serveBench(db, url);
+    const base = service.base;
     try {
       const { cookieValue } = await startSession(db, user.id);
       const cookie = { cookie: `${SESSION_COOKIE}=${cookieValue}` };
@@ -129,17 +110,10 @@ export async function benchExport(): Promise<void> {
         'The export reads the list query through a server-side cursor, 1,000 rows a FETCH, and writes each batch only once the response has taken the previous one: memory stays flat whatever the row count. Peak heap used includes garbage not yet collected.',
       );
     } finally {
-      httpServer.closeAllConnections();
-      await new Promise((resolve) => httpServer.close(resolve));
-      await app.close();
+      await service.close();
     }
     const report = lines.join('\n');
     console.log(report);
     await writeSection('export', `## Changelist CSV export over 1,000,000 events (\`npm run bench export\`)\n\n${report}`);
-  } finally {
-    await db.destroy();
-    await admin.raw(`drop database if exists ${name} with (force)`);
-    await admin.destroy();
-    await server.stop();
-  }
+  });
 }
