@@ -58,7 +58,7 @@ export async function buildContext(config: Config, db: Database['knex'], logger:
   const documents = new DocumentsChannel(tokens, logger);
   // Bound before anything listens: a registration that refers to a missing field stops start-up here.
   const site = await bindAdminSite(db);
-  const live = new StaffLive(db, site, notifications, logger, config.redisUrl);
+  const live = new StaffLive(db, site, notifications, logger, config.redisUrl, { webSessionIdleSeconds: config.adminSessionIdleSeconds });
   const push = PushService.fromConfig(config);
   bindNotifications(db, { live, jobs });
   const context: AppContext = {

@@ -15,6 +15,8 @@ export const CHANNELS = {
   // payload: the id of a staff user whose active/staff/superuser flags, direct permissions, groups or
   // groups' permissions just changed, or who was deleted (triggers of migration 0022): live sockets reload the grants
   staffAccess: 'warden_staff_access',
+  // payload: the id hash of a web admin session just ended (logout, idle, password change): its live sockets close
+  webSessions: 'warden_web_sessions',
   // payload: one staff live-socket message (JSON), fanned out to every process's sockets
   live: 'warden_live',
   // payload: {session_id, status} of a video_call_queue row just written (announced by its trigger)

@@ -9,6 +9,7 @@ import { announce, CHANNELS, type NotificationHub } from '../db/notifications.ts
 import type { Logger } from '../logger.ts';
 import type { AdminSite } from '../modules/backoffice/site.ts';
 import { WEBSOCKET_PATH } from '../modules/mobile/constants.ts';
+import { resolveSession, SESSION_COOKIE } from '../modules/backoffice/web/session.ts';
 import { DEVICE_REVOKED_CHANNEL } from '../modules/mobile/devices.ts';
 import { authenticateCaller, type Identity } from '../modules/mobile/identity.ts';
 import { isEligibleForMobile } from '../modules/mobile/tickets.ts';
@@ -54,6 +55,8 @@ interface SocketState {
   clientId: string | null;
   access: UserAccess | null;
   deviceId: string | null;
+  /** The web admin session (its id hash) a socket of the web admin logged in with; null for a device's. */
+  webSession: string | null;
   alive: boolean;
   openedAt: number;
 }
@@ -63,9 +66,13 @@ export interface LiveSettings {
   heartbeatMs: number;
   /** A socket that has not logged in this long after opening is closed. */
   loginTimeoutMs: number;
+  /** The web admin's session idle timeout: a web socket's session idle this long is over (the socket does not keep it alive). */
+  webSessionIdleSeconds: number;
 }
 
-const DEFAULT_SETTINGS: LiveSettings = { heartbeatMs: 30_000, loginTimeoutMs: 60_000 };
+const DEFAULT_SETTINGS: LiveSettings = { heartbeatMs: 30_000, loginTimeoutMs: 60_000, webSessionIdleSeconds: 3600 };
+/** The web admin's own door to the live channel: same messages, signed in by the admin session cookie. */
+export const WEB_LIVE_PATH = '/admin/live/';
 const REDIS_CHANNEL = 'warden:live';
 /** PostgreSQL refuses NOTIFY payloads of 8000 bytes or more. */
 const MAX_PAYLOAD_BYTES = 7900;
@@ -73,6 +80,8 @@ const MAX_PAYLOAD_BYTES = 7900;
 export const CLOSE_DEVICE_REVOKED = 4001;
 /** Close code for a socket whose user was deactivated, lost staff status or was deleted. */
 export const CLOSE_ACCOUNT_INACTIVE = 4003;
+/** Close code for a web admin socket whose session ended (logout, idle timeout, password change). */
+export const CLOSE_SESSION_ENDED = 4004;
 /** Messages kept per user while its grants are reloaded; beyond it the oldest go (refresh triggers: the client re-reads lists anyway). */
 const MAX_HELD = 1000;
 /** A reload the database refused is tried again after this long, doubling up to RELOAD_RETRY_MAX_MS. */
@@ -105,6 +114,7 @@ export class StaffLive implements LivePublisher {
   private readonly loggedIn = new Set<WebSocket>();
   private readonly states = new WeakMap<WebSocket, SocketState>();
   private readonly byDevice = new Map<string, Set<WebSocket>>();
+  private readonly byWebSession = new Map<string, Set<WebSocket>>();
   private readonly users = new Map<string, UserAccess>();
   /** Counts announced access changes (and listener resets): a login that saw it move checks again. */
   private accessChanges = 0;
@@ -128,6 +138,7 @@ export class StaffLive implements LivePublisher {
       this.closeDevice(deviceId);
     });
     hub.subscribe(CHANNELS.staffAccess, (userId) => this.onAccessChange(userId));
+    hub.subscribe(CHANNELS.webSessions, (idHash) => this.closeWebSession(idHash));
     // While the listener was down announcements may have been missed: every user's grants are read again.
     if (typeof hub.onReset === 'function') hub.onReset(() => this.recheckAll());
     if (!redisUrl) hub.subscribe(CHANNELS.live, (payload) => this.deliverPayload(payload));
@@ -155,6 +166,10 @@ export class StaffLive implements LivePublisher {
     this.wss = new WebSocketServer({ noServer: true, maxPayload: 64 * 1024, perMessageDeflate: false });
     server.on('upgrade', (request: http.IncomingMessage, socket: Duplex, head: Buffer) => {
       const path = (request.url ?? '').split('?')[0]!;
+      if (path === WEB_LIVE_PATH) {
+        void this.upgradeWeb(request, socket, head);
+        return;
+      }
       if (path !== WEBSOCKET_PATH && path !== WEBSOCKET_PATH.slice(0, -1)) return;
       this.wss!.handleUpgrade(request, socket, head, (ws) => this.accept(ws));
     });
@@ -212,8 +227,35 @@ export class StaffLive implements LivePublisher {
     await this.subscriber.subscribe(REDIS_CHANNEL, (payload) => this.deliverPayload(payload));
   }
 
-  private accept(ws: WebSocket): void {
-    const state: SocketState = { clientId: null, access: null, deviceId: null, alive: true, openedAt: Date.now() };
+  /**
+   * The web admin's socket: the browser sends the session cookie with the upgrade, so the socket is
+   * signed in as the page is, without a token. Another site's page could open it with the user's
+   * cookie too (cross-site WebSocket hijacking), so the upgrade must come from this site (Origin
+   * naming the Host); otherwise, or without a live session, it is refused before any frame.
+   */
+  private async upgradeWeb(request: http.IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
+    const refuse = (status: string) => {
+      socket.end(`HTTP/1.1 ${status}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`);
+    };
+    try {
+      if (!sameSite(request)) return refuse('403 Forbidden');
+      const changesBefore = this.accessChanges;
+      const cookie = cookieValue(request.headers.cookie, SESSION_COOKIE);
+      const resolved = cookie ? await resolveSession(this.db, cookie, this.settings.webSessionIdleSeconds) : null;
+      if (!resolved || !isEligibleForMobile(resolved.principal.user)) return refuse('401 Unauthorized');
+      if (socket.destroyed) return;
+      this.wss!.handleUpgrade(request, socket, head, (ws) => {
+        const state = this.accept(ws);
+        this.logIn(ws, state, resolved.principal, { deviceId: null, webSession: resolved.session.idHash }, changesBefore);
+      });
+    } catch (error) {
+      this.logger.warn({ err: error }, 'web live socket refused');
+      refuse('503 Service Unavailable');
+    }
+  }
+
+  private accept(ws: WebSocket): SocketState {
+    const state: SocketState = { clientId: null, access: null, deviceId: null, webSession: null, alive: true, openedAt: Date.now() };
     this.states.set(ws, state);
     ws.on('pong', () => {
       state.alive = true;
@@ -224,6 +266,7 @@ export class StaffLive implements LivePublisher {
     });
     ws.on('close', () => this.forget(ws, state));
     ws.on('error', () => ws.terminate());
+    return state;
   }
 
   private async onMessage(ws: WebSocket, state: SocketState, text: string): Promise<void> {
@@ -238,30 +281,12 @@ export class StaffLive implements LivePublisher {
     const token = message.payload && typeof message.payload === 'object' ? message.payload.token : undefined;
     try {
       if (typeof token !== 'string' || !token || !this.identity) throw new Error('login refused');
+      // a web admin socket is signed in by its session, once
+      if (state.webSession) return;
       const changesBefore = this.accessChanges;
       const { principal, device } = await authenticateCaller(this.identity, `Bearer ${token}`);
       if (ws.readyState !== ws.OPEN) return;
-      this.forget(ws, state);
-      const models = this.modelsOf(principal);
-      let access = this.users.get(principal.user.id);
-      if (!access) {
-        access = { userId: principal.user.id, sockets: new Set(), models, held: null, loading: false, again: false };
-        this.users.set(access.userId, access);
-      } else if (!access.held) {
-        // read just now, so at least as new as what the user's other sockets use
-        access.models = models;
-      }
-      access.sockets.add(ws);
-      state.clientId = randomUUID();
-      state.access = access;
-      state.deviceId = device.id;
-      this.loggedIn.add(ws);
-      let sockets = this.byDevice.get(device.id);
-      if (!sockets) this.byDevice.set(device.id, (sockets = new Set()));
-      sockets.add(ws);
-      ws.send(JSON.stringify({ type: 'login', token: state.clientId, permissions: [...models].sort() }));
-      // A change announced while the checks ran may have come before or after their read: read again.
-      if (this.accessChanges !== changesBefore) this.recheck(access);
+      this.logIn(ws, state, principal, { deviceId: device.id, webSession: null }, changesBefore);
     } catch (error) {
       // Expired token, revoked device, inactive user or a database error: all look the same to the client.
       this.logger.debug({ err: error }, 'live socket login refused');
@@ -271,6 +296,33 @@ export class StaffLive implements LivePublisher {
     }
   }
 
+  /** Signs a socket in as `principal` (after a device token's checks, or the web session's). */
+  private logIn(ws: WebSocket, state: SocketState, principal: Principal, signedIn: { deviceId: string | null; webSession: string | null }, changesBefore = this.accessChanges): void {
+    this.forget(ws, state);
+    const models = this.modelsOf(principal);
+    let access = this.users.get(principal.user.id);
+    if (!access) {
+      access = { userId: principal.user.id, sockets: new Set(), models, held: null, loading: false, again: false };
+      this.users.set(access.userId, access);
+    } else if (!access.held) {
+      // read just now, so at least as new as what the user's other sockets use
+      access.models = models;
+    }
+    access.sockets.add(ws);
+    state.clientId = randomUUID();
+    state.access = access;
+    state.deviceId = signedIn.deviceId;
+    state.webSession = signedIn.webSession;
+    this.loggedIn.add(ws);
+    const [index, key] = signedIn.deviceId ? [this.byDevice, signedIn.deviceId] : [this.byWebSession, signedIn.webSession!];
+    let sockets = index.get(key);
+    if (!sockets) index.set(key, (sockets = new Set()));
+    sockets.add(ws);
+    ws.send(JSON.stringify({ type: 'login', token: state.clientId, permissions: [...models].sort() }));
+    // A change announced while the checks ran may have come before or after their read: read again.
+    if (this.accessChanges !== changesBefore) this.recheck(access);
+  }
+
   private forget(ws: WebSocket, state: SocketState): void {
     this.loggedIn.delete(ws);
     if (state.deviceId) {
@@ -278,12 +330,17 @@ export class StaffLive implements LivePublisher {
       sockets?.delete(ws);
       if (sockets && !sockets.size) this.byDevice.delete(state.deviceId);
     }
+    if (state.webSession) {
+      const sockets = this.byWebSession.get(state.webSession);
+      sockets?.delete(ws);
+      if (sockets && !sockets.size) this.byWebSession.delete(state.webSession);
+    }
     const access = state.access;
     if (access) {
       access.sockets.delete(ws);
       if (!access.sockets.size && this.users.get(access.userId) === access) this.users.delete(access.userId);
     }
-    state.clientId = state.deviceId = null;
+    state.clientId = state.deviceId = state.webSession = null;
     state.access = null;
   }
 
@@ -301,6 +358,28 @@ export class StaffLive implements LivePublisher {
 
   private closeDevice(deviceId: string): void {
     for (const ws of [...(this.byDevice.get(deviceId) ?? [])]) this.end(ws, CLOSE_DEVICE_REVOKED, 'device revoked');
+  }
+
+  private closeWebSession(idHash: string): void {
+    for (const ws of [...(this.byWebSession.get(idHash) ?? [])]) this.end(ws, CLOSE_SESSION_ENDED, 'session ended');
+  }
+
+  /**
+   * Web sessions end without an announcement when they go idle or the password changes (the pages
+   * find out at their next request): at each heartbeat the sockets' sessions are checked (one
+   * statement for all of this process's) and the ended ones' sockets closed.
+   */
+  private async checkWebSessions(): Promise<void> {
+    const idHashes = [...this.byWebSession.keys()];
+    if (!idHashes.length) return;
+    const { rows } = (await this.db.raw(
+      `select s.id_hash from staff_web_sessions s join staff_users u on u.id = s.user_id
+       where s.id_hash = any(?) and u.is_active and s.last_seen_at >= now() - make_interval(secs => ?)
+         and not coalesce(u.password_changed_at > s.created_at, false)`,
+      [idHashes, this.settings.webSessionIdleSeconds],
+    )) as { rows: { id_hash: string }[] };
+    const live = new Set(rows.map((row) => row.id_hash));
+    for (const idHash of idHashes) if (!live.has(idHash)) this.closeWebSession(idHash);
   }
 
   private onAccessChange(userId: string): void {
@@ -467,5 +546,25 @@ export class StaffLive implements LivePublisher {
       state.alive = false;
       ws.ping();
     }
+    this.checkWebSessions().catch((error) => this.logger.warn({ err: error }, 'web live sessions not checked'));
   }
+}
+
+/** Whether an upgrade comes from a page of this site: its Origin names the host it was sent to. */
+function sameSite(request: http.IncomingMessage): boolean {
+  const origin = request.headers.origin;
+  if (!origin || !request.headers.host) return false;
+  try {
+    return new URL(origin).host === request.headers.host;
+  } catch {
+    return false;
+  }
+}
+
+function cookieValue(header: string | undefined, name: string): string | null {
+  for (const part of (header ?? '').split(';')) {
+    const [key, ...value] = part.trim().split('=');
+    if (key === name) return value.join('=') || null;
+  }
+  return null;
 }

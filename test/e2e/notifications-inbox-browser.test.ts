@@ -3,7 +3,8 @@
  * notifications at /admin/notifications/ without notification.view_notification, newest first,
  * unread marked; the header of every admin page shows the unread count; opening one marks it read
  * (and goes to its target when the user may view it); mark all read; a notification raised while
- * the inbox is open appears without reload (admin.js polls unread.json). Another user's id answers
+ * the inbox is open appears without reload, from the staff live socket (admin.js asks nothing
+ * until a notification arrives on it). Another user's id answers
  * 404; CSRF and bad ids are checked over HTTP. axe-core on every page visited.
  */
 import test from 'ava';
@@ -94,8 +95,16 @@ browserTest('an analyst reads only their own inbox; opening marks read, the head
   t.regex(await page.locator('tr.read').innerText(), /First report done/);
   t.deepEqual(await seriousViolations(page), [], 'axe-core on the inbox after opening');
 
-  // raised while the page is open: it appears without reload, and the count goes up
+  // raised while the page is open: it appears without reload, and the count goes up; the page
+  // learns of it from the live socket (it asked nothing while it was quiet)
+  await page.waitForFunction(() => document.documentElement.dataset.live === 'open');
   await page.evaluate(() => ((window as unknown as { marker: number }).marker = 1));
+  const asked: string[] = [];
+  page.on('request', (request) => {
+    if (request.url().includes('/admin/notifications/unread.json')) asked.push(request.url());
+  });
+  await new Promise((resolve) => setTimeout(resolve, 6000));
+  t.deepEqual(asked, [], 'no polling while nothing happens');
   await raise(analystId, 'Third report done');
   await page.locator('.notification-open', { hasText: 'Third report done' }).waitFor({ timeout: 15_000 });
   t.is(await page.evaluate(() => (window as unknown as { marker?: number }).marker), 1, 'the page was not reloaded');

@@ -19,8 +19,9 @@ export interface LiveClient {
 
 export const LIVE_PATH = '/api/mobile/ws/';
 
-export async function connectLive(baseUrl: string): Promise<LiveClient> {
-  const ws = new WebSocket(`${baseUrl.replace(/^http/, 'ws')}${LIVE_PATH}`);
+/** Opens a live socket at `path` (the mobile one by default; headers for the web admin's: cookie, origin). */
+export async function connectLive(baseUrl: string, options: { path?: string; headers?: Record<string, string> } = {}): Promise<LiveClient> {
+  const ws = new WebSocket(`${baseUrl.replace(/^http/, 'ws')}${options.path ?? LIVE_PATH}`, { headers: options.headers });
   // eslint-disable-next-line @typescript-eslint/no-explicit-any
   const frames: any[] = [];
   // eslint-disable-next-line @typescript-eslint/no-explicit-any

@@ -1,14 +1,19 @@
 import type { Knex } from 'knex';
+import { mayName } from '../backoffice/access.ts';
 import { scopedQuery } from '../backoffice/query.ts';
 import type { AdminSite, IndexPanel } from '../backoffice/site.ts';
+import { formatTimestamp } from '../../timestamps.ts';
 import type { Principal } from '../staff/principal.ts';
-import { card, CARDS } from './blocks.ts';
+import { agentSummary, card, CARDS, CHART_DAYS, decisionsByDay, highVolumeCustomers, lobby } from './blocks.ts';
 
 /**
  * The dashboard at the top of the web admin's index (issue 37): the viewer's own work (cases
- * assigned to them, unassigned open cases, approval requests waiting for their signature), then
- * the mobile dashboard's cards, each a link to the list it counts. Only what the viewer may view;
- * every count in one statement of its own, all sent at once.
+ * assigned to them, unassigned open cases, alerts raised today, approval requests waiting for
+ * their signature, KYC sessions waiting for a call), the mobile dashboard's cards, each a link to
+ * the list it counts, and the mobile dashboard's blocks (decisions by day, high-volume customers,
+ * the video-call lobby, the agent's own summary) from the same functions the mobile API answers
+ * with. Only what the viewer may view (the same models the mobile blocks require); every count
+ * and block read at once.
  */
 
 interface Count {
@@ -26,14 +31,21 @@ function listUrl(modelKey: string, filters: Record<string, string>): string {
   return `/admin/${app}/${model}/${query ? `?${query}` : ''}`;
 }
 
+/** The UTC day's start, as the lists' range filters take it. */
+function startOfUtcDay(now: Date): string {
+  return `${now.toISOString().slice(0, 10)}T00:00:00Z`;
+}
+
 async function countOf(query: Knex.QueryBuilder): Promise<number> {
   const [row] = (await query.count('* as count')) as { count: string }[];
   return Number(row?.count ?? 0);
 }
 
 /** The viewer's own counts: their open cases, the unassigned open ones, and the requests they may sign. */
-function ownCounts(db: Knex, site: AdminSite, principal: Principal): Promise<Count | null>[] {
+function ownCounts(db: Knex, site: AdminSite, principal: Principal, now: Date): Promise<Count | null>[] {
   const cases = site.models.get('engine.watchlist');
+  const alerts = site.models.get('engine.alert');
+  const sessions = site.models.get('document.documentverificationsession');
   const pending = site.models.get('approval.pendingapprovalrequest');
   const counts: Promise<Count | null>[] = [];
   if (cases && site.can(principal, cases, 'view')) {
@@ -53,6 +65,27 @@ function ownCounts(db: Knex, site: AdminSite, principal: Principal): Promise<Cou
       })),
     );
   }
+  if (alerts && site.can(principal, alerts, 'view')) {
+    const today = startOfUtcDay(now);
+    counts.push(
+      countOf(scopedQuery(db, alerts, principal).where('t.created_at', '>=', today)).then((value) => ({
+        key: 'alerts_today',
+        label: 'Alerts raised today (UTC)',
+        value,
+        href: listUrl(alerts.key, { created_at__range__gte: today }),
+      })),
+    );
+  }
+  if (sessions && site.can(principal, sessions, 'view')) {
+    counts.push(
+      countOf(scopedQuery(db, sessions, principal).where({ 't.status': 'open', 't.requires_video_call': true })).then((value) => ({
+        key: 'sessions_for_call',
+        label: 'KYC sessions waiting for a call',
+        value,
+        href: listUrl(sessions.key, { status__exact: 'open', requires_video_call__exact: 'true' }),
+      })),
+    );
+  }
   if (pending && site.can(principal, pending, 'view')) {
     // The proxy's scope is the requests this viewer may act on.
     counts.push(countOf(scopedQuery(db, pending, principal)).then((value) => ({ key: 'my_signatures', label: 'Waiting for my signature', value, href: listUrl(pending.key, {}) })));
@@ -60,31 +93,210 @@ function ownCounts(db: Knex, site: AdminSite, principal: Principal): Promise<Cou
   return counts;
 }
 
-function Panel({ counts }: { counts: Count[] }) {
+function Cards({ counts }: { counts: Count[] }) {
   return (
-    <section class="module index-dashboard" aria-labelledby="index-dashboard-title">
-      <h2 id="index-dashboard-title">Dashboard</h2>
-      <ul class="dashboard-cards">
-        {counts.map((count) => (
-          <li key={count.key} class="dashboard-card">
-            <a href={count.href}>
-              <span class="dashboard-value">{count.value.toLocaleString('en-US')}</span> <span class="dashboard-label">{count.label}</span>
-            </a>
-            {count.trend && <span class="help"> last 7 days: {count.trend.join(', ')}</span>}
-          </li>
+    <ul class="dashboard-cards">
+      {counts.map((count) => (
+        <li key={count.key} class="dashboard-card">
+          <a href={count.href}>
+            <span class="dashboard-value">{count.value.toLocaleString('en-US')}</span> <span class="dashboard-label">{count.label}</span>
+          </a>
+          {count.trend && <span class="help"> last 7 days: {count.trend.join(', ')}</span>}
+        </li>
+      ))}
+    </ul>
+  );
+}
+
+type Decisions = Awaited<ReturnType<typeof decisionsByDay>>;
+const DECISION_CLASSES: Record<string, string> = { ACCEPT: 'bar-accept', REVIEW: 'bar-review', REJECT: 'bar-reject', NONE: 'bar-none' };
+const CHART = { width: 600, height: 160, gap: 2 };
+
+/**
+ * Financial events per UTC day by decision, as stacked bars (SVG: the page's CSP allows no inline
+ * styles) with the figures in a table beside it for screen readers and exact numbers.
+ */
+function DecisionsChart({ decisions }: { decisions: Decisions }) {
+  const totals = decisions.days.map((_, index) => decisions.series.reduce((sum, entry) => sum + entry.values[index]!, 0));
+  const highest = Math.max(1, ...totals);
+  const barWidth = CHART.width / decisions.days.length - CHART.gap;
+  const summary = decisions.series.map((entry) => `${entry.decision} ${decisions.totals[entry.decision]!.toLocaleString('en-US')}`).join(', ');
+  return (
+    <section class="module dashboard-block" aria-labelledby="decisions-title">
+      <h2 id="decisions-title">Decisions by day, last {CHART_DAYS} days (UTC)</h2>
+      <svg class="decisions-chart" viewBox={`0 0 ${CHART.width} ${CHART.height}`} role="img" aria-labelledby="decisions-summary">
+        <title id="decisions-summary">Financial events per day by decision over {CHART_DAYS} days: {summary}</title>
+        {decisions.days.map((day, index) => {
+          let top = CHART.height;
+          return (
+            <g key={day}>
+              {decisions.series.map((entry) => {
+                const height = (entry.values[index]! / highest) * CHART.height;
+                top -= height;
+                return height > 0 ? <rect key={entry.decision} class={DECISION_CLASSES[entry.decision] ?? 'bar-none'} x={index * (barWidth + CHART.gap)} y={top} width={barWidth} height={height} /> : null;
+              })}
+            </g>
+          );
+        })}
+      </svg>
+      <p class="dashboard-legend">
+        {decisions.series.map((entry) => (
+          <span key={entry.decision} class={`legend ${DECISION_CLASSES[entry.decision] ?? 'bar-none'}`}>
+            {entry.decision}: {decisions.totals[entry.decision]!.toLocaleString('en-US')}
+          </span>
         ))}
-      </ul>
+      </p>
+      <details>
+        <summary>Figures by day</summary>
+        <table class="results">
+          <thead>
+            <tr>
+              <th scope="col">Day</th>
+              {decisions.series.map((entry) => (
+                <th key={entry.decision} scope="col">
+                  {entry.decision}
+                </th>
+              ))}
+            </tr>
+          </thead>
+          <tbody>
+            {decisions.days.map((day, index) => (
+              <tr key={day}>
+                <th scope="row">{day}</th>
+                {decisions.series.map((entry) => (
+                  <td key={entry.decision}>{entry.values[index]!.toLocaleString('en-US')}</td>
+                ))}
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </details>
+    </section>
+  );
+}
+
+type Volumes = Awaited<ReturnType<typeof highVolumeCustomers>>;
+
+function HighVolume({ volumes }: { volumes: Volumes }) {
+  return (
+    <section class="module dashboard-block" aria-labelledby="volume-title">
+      <h2 id="volume-title">High-volume customers, last {volumes.days} days</h2>
+      {volumes.results.length ? (
+        <table class="results">
+          <thead>
+            <tr>
+              <th scope="col">Customer</th>
+              <th scope="col">Amount</th>
+              <th scope="col">Transactions</th>
+            </tr>
+          </thead>
+          <tbody>
+            {volumes.results.map((row, index) => (
+              <tr key={index}>
+                <td>{row.target ? <a href={`/admin/customer/customer/${encodeURIComponent(row.target.pk)}/change/`}>{row.name || row.customer_ref}</a> : 'Not shown (no permission)'}</td>
+                <td>
+                  {row.amount} {row.currency}
+                </td>
+                <td>{row.transactions.toLocaleString('en-US')}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      ) : (
+        <p>No financial events in these days.</p>
+      )}
+    </section>
+  );
+}
+
+type Lobby = Awaited<ReturnType<typeof lobby>>;
+
+function LobbyBlock({ queue, sessionsUrl }: { queue: Lobby; sessionsUrl: string }) {
+  return (
+    <section class="module dashboard-block" aria-labelledby="lobby-title">
+      <h2 id="lobby-title">Video-call lobby</h2>
+      <p>
+        {queue.waiting} waiting; agents available {queue.agents.available}, in a call {queue.agents.in_call}.
+      </p>
+      {queue.queue.length > 0 && (
+        <table class="results">
+          <thead>
+            <tr>
+              <th scope="col">Session</th>
+              <th scope="col">Customer</th>
+              <th scope="col">Status</th>
+              <th scope="col">Waiting since</th>
+            </tr>
+          </thead>
+          <tbody>
+            {queue.queue.slice(0, 10).map((row) => (
+              <tr key={row.session_id}>
+                <td>
+                  <a href={`${sessionsUrl}${encodeURIComponent(row.session_id)}/change/`}>{row.session_id}</a>
+                </td>
+                <td>{row.customer_ref}</td>
+                <td>{row.offered_to_you ? 'offered to you' : row.status}</td>
+                <td>
+                  {row.enqueued_at} ({Math.round(row.waited_seconds / 60)} min)
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+    </section>
+  );
+}
+
+type Summary = Awaited<ReturnType<typeof agentSummary>>;
+
+function AgentBlock({ summary }: { summary: Summary }) {
+  if (!summary.today) return null;
+  return (
+    <section class="module dashboard-block" aria-labelledby="agent-title">
+      <h2 id="agent-title">My calls</h2>
+      <p>
+        {summary.availability_label}
+        {summary.in_call ? ', in a call' : ''}. Today: {summary.today.calls} calls, {summary.today.on_screen_hours} h on screen. Last {summary.kpis!.days} days: {summary.kpis!.calls} calls
+        {summary.kpis!.average_call_seconds !== null ? `, ${Math.round(summary.kpis!.average_call_seconds / 60)} min on average` : ''}.
+      </p>
     </section>
   );
 }
 
 export const dashboardPanel: IndexPanel = async ({ db, site, principal, now }) => {
-  const cards = CARDS.filter((spec) => {
-    const model = site.models.get(spec.model);
+  const may = (key: string) => {
+    const model = site.models.get(key);
     return model !== undefined && site.can(principal, model, 'view');
-  }).map((spec) =>
+  };
+  const cards = CARDS.filter((spec) => may(spec.model)).map((spec) =>
     card(db, spec, now).then((shown): Count => ({ key: shown.key, label: shown.label, value: shown.value, trend: shown.trend, href: listUrl(spec.model, spec.filters) })),
   );
-  const counts = (await Promise.all([...ownCounts(db, site, principal), ...cards])).filter((count): count is Count => count !== null);
-  return counts.length ? <Panel counts={counts} /> : null;
+  // The blocks need what the mobile dashboard's need: financial events, verification sessions, an agent.
+  const events = may('transaction.financialevent');
+  const sessions = site.models.get('document.documentverificationsession');
+  const [counts, decisions, volumes, queue, summary] = await Promise.all([
+    Promise.all([...ownCounts(db, site, principal, now), ...cards]),
+    events ? decisionsByDay(db, now) : null,
+    events ? highVolumeCustomers(db, now, mayName(site, principal, 'customer.customer')) : null,
+    sessions && may(sessions.key) ? lobby(db, principal, now) : null,
+    principal.agent ? agentSummary(db, principal, now) : null,
+  ]);
+  const shown = counts.filter((count): count is Count => count !== null);
+  if (!shown.length && !decisions && !queue && !summary) return null;
+  return (
+    <div class="index-dashboard">
+      <section class="module" aria-labelledby="index-dashboard-title">
+        <h2 id="index-dashboard-title">Dashboard</h2>
+        <Cards counts={shown} />
+        <p class="help">Figures as of {formatTimestamp(now)} UTC.</p>
+      </section>
+      <div class="dashboard-blocks">
+        {decisions && <DecisionsChart decisions={decisions} />}
+        {volumes && <HighVolume volumes={volumes} />}
+        {queue && sessions && <LobbyBlock queue={queue} sessionsUrl={`/admin/${sessions.key.replace('.', '/')}/`} />}
+        {summary && <AgentBlock summary={summary} />}
+      </div>
+    </div>
+  );
 };

@@ -15,8 +15,9 @@ import { isNotificationKind } from './service.ts';
  * unread count in the header of every admin page (one count query per page, put in the layout's
  * header context by the middleware below). The page needs no permission: everyone reads only
  * their own rows; another user's id answers 404 like a missing one. The header count and the
- * open inbox refresh without reload: admin.js polls unread.json (the web session cannot log in
- * to the staff live socket, which takes a mobile device token).
+ * open inbox refresh without reload: admin.js keeps the staff live socket open (its web door,
+ * /admin/live/, signed in by the session cookie) and reads unread.json when a notification
+ * for the user arrives.
  */
 
 export const INBOX_PATH = '/admin/notifications/';

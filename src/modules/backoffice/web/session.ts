@@ -1,5 +1,6 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { Knex } from 'knex';
+import { announce, CHANNELS } from '../../../db/notifications.ts';
 import { storableCopy } from '../../../validation/storable.ts';
 import { loadPrincipal, type Principal } from '../../staff/principal.ts';
 
@@ -89,8 +90,10 @@ export async function resolveSession(
   return { session: { idHash, csrfToken: row.csrf_token, createdAt: row.created_at, messages: row.messages }, principal };
 }
 
+/** Ends a session; its web live sockets, on any process, close at once. */
 export async function endSession(db: Knex, idHash: string): Promise<void> {
   await db('staff_web_sessions').where({ id_hash: idHash }).delete();
+  await announce(db, CHANNELS.webSessions, idHash);
 }
 
 /** Queues a message for the next page this session renders (typically after a redirect). */

@@ -45,28 +45,36 @@ for (const input of document.querySelectorAll('input[data-autocomplete]')) {
 
 /*
  * Notifications: the header's unread count, and the inbox's first page while it is open, kept
- * current without reload. The page asks /admin/notifications/unread.json every few seconds while
- * it is visible and the user is not idle (the web session cannot log in to the staff live socket,
- * which takes a device token); when the count or the newest notification changed, the inbox's
- * section is read again and swapped in.
+ * current without reload. The page keeps the staff live socket open at /admin/live/ (signed in
+ * by the session cookie); a `notification` broadcast for this user makes it read
+ * /admin/notifications/unread.json and, when the count or the newest notification changed, the
+ * inbox's section again. Those reads keep the session alive, so without the user doing anything
+ * for half the session's idle timeout they wait until the user comes back. A socket that drops is
+ * opened again (with a catch-up read); one closed because the session ended is not.
  */
 (() => {
   const badge = document.getElementById('unread-count');
   const link = document.getElementById('notifications-link');
   // Only pages rendered behind the notifications pages carry the settings (not the shell's own
   // error pages, nor a shell mounted without them, where unread.json does not exist).
-  if (!badge || !link || !link.dataset.idleSeconds) return;
-  const every = 5000;
+  if (!badge || !link || !link.dataset.idleSeconds || !('WebSocket' in window)) return;
   const firstRow = () => document.querySelector('#notifications-inbox tr[data-id]');
   let unread = badge.dataset.unread === '' ? null : Number(badge.dataset.unread);
   let newest = firstRow() ? firstRow().dataset.id : null;
   let stopped = false;
-  // Every request keeps the session alive: without the user doing anything for half the session's
-  // idle timeout, the page stops asking until they do.
+  let pending = false;
   const quietMs = Number(link.dataset.idleSeconds) * 500;
   let lastActivity = Date.now();
+  const active = () => Date.now() - lastActivity <= quietMs;
   for (const type of ['pointerdown', 'keydown', 'scroll', 'focus']) {
-    window.addEventListener(type, () => (lastActivity = Date.now()), { passive: true, capture: true });
+    window.addEventListener(
+      type,
+      () => {
+        lastActivity = Date.now();
+        if (pending) void refresh();
+      },
+      { passive: true, capture: true },
+    );
   }
 
   const show = (count) => {
@@ -85,11 +93,16 @@ for (const input of document.querySelectorAll('input[data-autocomplete]')) {
     if (fresh) inbox.replaceWith(document.adoptNode(fresh));
   };
 
-  const poll = async () => {
-    if (stopped || document.hidden || Date.now() - lastActivity > quietMs) return;
+  const refresh = async () => {
+    if (stopped) return;
+    if (!active()) {
+      pending = true;
+      return;
+    }
+    pending = false;
     try {
       const response = await fetch('/admin/notifications/unread.json', { headers: { accept: 'application/json' }, credentials: 'same-origin' });
-      // signed out (the login page) or refused: stop asking
+      // signed out (the login page) or refused: stop
       if (!response.ok || !(response.headers.get('content-type') || '').includes('json')) {
         stopped = true;
         return;
@@ -101,10 +114,36 @@ for (const input of document.querySelectorAll('input[data-autocomplete]')) {
       show(unread);
       if (changed) await refreshInbox();
     } catch {
-      // a network hiccup: try again next time
+      pending = true;
     }
   };
 
-  void poll();
-  setInterval(poll, every);
+  // 4001 device revoked, 4003 account inactive, 4004 session ended: signing in again is the way back
+  const FINAL_CLOSES = new Set([4001, 4003, 4004]);
+  let retryMs = 1000;
+  const connect = (catchUp) => {
+    const socket = new WebSocket(`${location.protocol === 'https:' ? 'wss' : 'ws'}://${location.host}/admin/live/`);
+    socket.addEventListener('message', (event) => {
+      let frame;
+      try {
+        frame = JSON.parse(event.data);
+      } catch {
+        return;
+      }
+      if (frame.type === 'login') {
+        retryMs = 1000;
+        document.documentElement.dataset.live = 'open';
+        if (catchUp) void refresh();
+      } else if (frame.event === 'broadcast' && frame.data && frame.data.type === 'notification') {
+        void refresh();
+      }
+    });
+    socket.addEventListener('close', (event) => {
+      document.documentElement.dataset.live = 'closed';
+      if (stopped || FINAL_CLOSES.has(event.code)) return;
+      setTimeout(() => connect(true), retryMs);
+      retryMs = Math.min(retryMs * 2, 30000);
+    });
+  };
+  connect(false);
 })();
