@@ -15,7 +15,7 @@ import { createKnex } from '../src/db/knex.ts';
 import { migrateToLatest } from '../src/db/migrate.ts';
 import { createApp } from '../src/app/http.ts';
 import { createLogger } from '../src/logger.ts';
-import { agentSummary, card, CARDS, decisionsByDay, highVolumeCustomers, lobby } from '../src/modules/dashboard/blocks.ts';
+import { agentSummary, cards, CARDS, decisionsByDay, highVolumeCustomers, lobby } from '../src/modules/dashboard/blocks.ts';
 import { permissionCodenames } from '../src/app/registrations.ts';
 import { issueLoginTicket } from '../src/modules/mobile/tickets.ts';
 import { SESSION_COOKIE, startSession } from '../src/modules/backoffice/web/session.ts';
@@ -127,7 +127,7 @@ export async function benchDashboard(): Promise<void> {
       })).json()) as { data: { access_token: string } };
       const headers = { authorization: `Bearer ${paired.data.access_token}` };
       const blocks: [string, string, () => Promise<unknown>][] = [
-        ['widgets (6 cards)', 'widgets/', () => Promise.all(CARDS.map((spec) => card(db, spec, new Date())))],
+        ['widgets (6 cards)', 'widgets/', () => cards(db, CARDS, new Date())],
         ['decisions-by-day (30 days)', 'decisions-by-day/', () => decisionsByDay(db, new Date())],
         ['high-volume-customers (30 days)', 'high-volume-customers/', () => highVolumeCustomers(db, new Date(), true)],
         ['lobby', 'lobby/', () => lobby(db, principal, new Date())],

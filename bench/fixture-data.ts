@@ -68,3 +68,25 @@ export function financialRecords(count: number, customers: number, prefix: strin
     user_agent: 'Mozilla/5.0 (Windows NT 10.0; Win64; x64)',
   }));
 }
+
+/**
+ * Rows of stored history per customer, straight into the table: `count` within the 30-day window,
+ * or 31 to 731 days old. (The age is subtracted in parentheses: without them the older rows ran
+ * from 31 days ago to 669 days ahead, and the 4 % of them in the last 31 days fell into the window,
+ * so the 1,000-per-customer scenario read 18,000 window rows instead of 10,000.)
+ */
+export async function seedHistory(db: Knex, perCustomer: number, older: boolean): Promise<void> {
+  const age = older ? `interval '31 days' + random() * interval '700 days'` : `random() * interval '30 days'`;
+  await db.raw(
+    `insert into financial_transactions (id, transaction_ref, customer_id, customer_ref, event_slug, amount, currency, io_type, event_date,
+       payment_method, device_id, ip_address, channel, geo, user_agent, country, raw, status, rule_check, created_by, updated_by)
+     select gen_random_uuid(), 'hist-' || ? || '-' || c.customer_ref || '-' || g, c.id, c.customer_ref,
+       case when g % 2 = 0 then 'deposit' else 'withdrawal' end, round((random() * 20000)::numeric, 2), 'EUR', g % 2, now() - (${age}),
+       'card', 'dev-' || floor(random() * 5000), '198.51.' || floor(random() * 255) || '.' || floor(random() * 255), 1,
+       jsonb_build_object('country', (array['DE','FR','NL','TR'])[1 + floor(random() * 4)::int]), 'Mozilla/5.0', 'DE', '{}'::jsonb,
+       'initiated', true, 'system:bench', 'system:bench'
+     from customers c cross join generate_series(1, ?) g`,
+    [older ? 'old' : 'win', perCustomer],
+  );
+  await db.raw('vacuum analyze financial_transactions');
+}

@@ -29,7 +29,7 @@ import { loadRules } from '../src/modules/rules/store.ts';
 import { SanctionsIndex } from '../src/modules/screening/sanctions/matcher.ts';
 import { replaceSource } from '../src/modules/screening/sanctions/store.ts';
 import { FINANCIAL, upsertTransactions } from '../src/modules/transaction/service.ts';
-import { benchmarkRules, financialRecords } from './fixture-data.ts';
+import { benchmarkRules, financialRecords, seedHistory } from './fixture-data.ts';
 import { generateSanctionEntries } from './generate-sanctions.ts';
 import { random } from '../models/random.ts';
 import os from 'node:os';
@@ -66,7 +66,7 @@ function p95(samples: number[]): number {
 }
 const ms = (value: number) => value.toFixed(1);
 
-const FINANCIAL_ROW_COLUMNS: Record<string, string> = {
+export const FINANCIAL_ROW_COLUMNS: Record<string, string> = {
   id: 'uuid', transaction_ref: 'text', customer_id: 'uuid', customer_ref: 'text', event_slug: 'text', amount: 'numeric',
   currency: 'text', io_type: 'smallint', event_date: 'timestamptz', payment_method: 'text', fee_amount: 'numeric',
   fee_currency: 'text', source_provider: 'text', source_ref: 'text', source_address: 'text', destination_provider: 'text',
@@ -100,7 +100,7 @@ interface FloorTimes {
  * ratio against it shows what the batch adds beyond its own way of writing.
  * The floor's ids are made as the service makes its own (time-ordered, src/ids.ts).
  */
-async function floor(
+export async function floor(
   db: Knex,
   target: 'financial' | 'customer',
   table: string,
@@ -146,7 +146,7 @@ async function floor(
 }
 
 /** The rows the service writes for financial API records, built without validation or scoring. */
-function financialRows(records: Array<Record<string, unknown>>, customerIds: Map<string, string>): Array<Record<string, unknown>> {
+export function financialRows(records: Array<Record<string, unknown>>, customerIds: Map<string, string>): Array<Record<string, unknown>> {
   return records.map((record) => ({
     ...record,
     customer_id: customerIds.get(record.customer_ref as string),
@@ -167,7 +167,7 @@ async function countAlerts(db: Knex, recordIds: string[]): Promise<number> {
 }
 
 /** Removes what a run wrote (records, logs, and the alerts and cases the batch raised), so every run sees the same stored history. */
-async function cleanUp(db: Knex, table: string, conflict: string, refs: string[]): Promise<void> {
+export async function cleanUp(db: Knex, table: string, conflict: string, refs: string[]): Promise<void> {
   const all = refs.flatMap((ref) => [ref, `${ref}~floor`, `${ref}~records`, `${ref}~staged`]);
   const ids = `select id from ${table} where "${conflict}" = any(?)`;
   await db.raw(`delete from execution_logs where record_id in (${ids})`, [all]);
@@ -263,28 +263,6 @@ async function financialScenario(app: AppContext, label: string, prefix: string)
   }
   await app.db.raw('vacuum analyze financial_transactions, execution_logs');
   return result;
-}
-
-/**
- * Rows of stored history per customer, straight into the table: `count` within the 30-day window,
- * or 31 to 731 days old. (The age is subtracted in parentheses: without them the older rows ran
- * from 31 days ago to 669 days ahead, and the 4 % of them in the last 31 days fell into the window,
- * so the 1,000-per-customer scenario read 18,000 window rows instead of 10,000.)
- */
-async function seedHistory(db: Knex, perCustomer: number, older: boolean): Promise<void> {
-  const age = older ? `interval '31 days' + random() * interval '700 days'` : `random() * interval '30 days'`;
-  await db.raw(
-    `insert into financial_transactions (id, transaction_ref, customer_id, customer_ref, event_slug, amount, currency, io_type, event_date,
-       payment_method, device_id, ip_address, channel, geo, user_agent, country, raw, status, rule_check, created_by, updated_by)
-     select gen_random_uuid(), 'hist-' || ? || '-' || c.customer_ref || '-' || g, c.id, c.customer_ref,
-       case when g % 2 = 0 then 'deposit' else 'withdrawal' end, round((random() * 20000)::numeric, 2), 'EUR', g % 2, now() - (${age}),
-       'card', 'dev-' || floor(random() * 5000), '198.51.' || floor(random() * 255) || '.' || floor(random() * 255), 1,
-       jsonb_build_object('country', (array['DE','FR','NL','TR'])[1 + floor(random() * 4)::int]), 'Mozilla/5.0', 'DE', '{}'::jsonb,
-       'initiated', true, 'system:bench', 'system:bench'
-     from customers c cross join generate_series(1, ?) g`,
-    [older ? 'old' : 'win', perCustomer],
-  );
-  await db.raw('vacuum analyze financial_transactions');
 }
 
 async function useRules(app: AppContext, count: number): Promise<number> {

@@ -108,7 +108,7 @@ export async function benchLiveSocket(): Promise<void> {
         setTimeout(resolve, 5000);
       });
       sentAt = performance.now();
-      await db.raw('select pg_notify(?, ?)', [CHANNELS.live, payload]);
+      await db.raw('select pg_notify(?, ?)', [CHANNELS.fanout, `live:${payload}`]);
       await done;
       missed += SOCKETS - roundCount;
       current = '';

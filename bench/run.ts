@@ -14,12 +14,15 @@ import { benchReplay } from './replay.ts';
 import { benchSanctionsRecall } from './sanctions-recall.ts';
 import { benchTokenCheck } from './token-check.ts';
 import { benchSoak, benchUpsertLoad } from './upsert-load.ts';
+import { benchIngestFloor, benchSingleRecord } from './single-record.ts';
 import { benchVision } from './vision.ts';
 
 const BENCHMARKS: Record<string, () => Promise<void>> = {
   'token-check': benchTokenCheck,
   ingest: benchIngest,
   'upsert-load': benchUpsertLoad,
+  'single-record': benchSingleRecord,
+  'ingest-floor': benchIngestFloor,
   soak: benchSoak,
   vision: benchVision,
   backoffice: benchBackoffice,

@@ -11,20 +11,21 @@ const DURATION_S = Number(process.env.BENCH_DURATION_S ?? 15);
 const SOAK_S = Number(process.env.BENCH_SOAK_S ?? 1800);
 const CONNECTIONS = 10;
 
-interface Server {
+export interface Server {
   child: ChildProcess;
   port: number;
   token: string;
-  ask<T>(type: string): Promise<T>;
-  stop(): Promise<void>;
+  ask<T>(type: string, extra?: Record<string, unknown>): Promise<T>;
+  /** Stops the child, and the database with it unless `keepDatabase`. */
+  stop(keepDatabase?: boolean): Promise<void>;
 }
 
 /** The service in a child process on a fresh benchmark database (bench/upsert-load-server.ts). */
-async function startServer(): Promise<Server> {
-  const database = await benchDatabaseUrl();
+export async function startServer(env: Record<string, string> = {}, database?: { url: string; stop(): Promise<void> }): Promise<Server> {
+  database ??= await benchDatabaseUrl();
   const child = fork(path.resolve(import.meta.dirname, 'upsert-load-server.ts'), {
     execArgv: ['--import', 'tsx', ...(process.env.BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE}`] : [])],
-    env: { ...process.env, BENCH_DATABASE_URL: database.url },
+    env: { ...process.env, ...env, BENCH_DATABASE_URL: database.url },
   });
   const { port, token } = await new Promise<{ port: number; token: string }>((resolve, reject) => {
     child.once('message', (message) => resolve(message as { port: number; token: string }));
@@ -34,7 +35,7 @@ async function startServer(): Promise<Server> {
     child,
     port,
     token,
-    ask: <T>(type: string) =>
+    ask: <T>(type: string, extra: Record<string, unknown> = {}) =>
       new Promise<T>((resolve) => {
         const listener = (message: { type: string }) => {
           if (message.type !== type) return;
@@ -42,23 +43,23 @@ async function startServer(): Promise<Server> {
           resolve(message as T);
         };
         child.on('message', listener);
-        child.send({ type });
+        child.send({ type, ...extra });
       }),
-    async stop() {
+    async stop(keepDatabase = false) {
       child.kill('SIGINT');
       await new Promise((resolve) => child.once('exit', resolve));
-      await database.stop();
+      if (!keepDatabase) await database!.stop();
     },
   };
 }
 
-/** One financial record, with a new transaction_ref each time, over the 2000 benchmark customers. */
-function recordSource(): () => string {
+/** One financial record, with a new transaction_ref each time, over the first `customers` benchmark customers (2000). */
+export function recordSource(customers = 2000): () => string {
   let sequence = 0;
   const prefix = `load-${Date.now()}`;
   return () => {
     const body = JSON.stringify({
-      customer_ref: `c-${sequence % 2000}`,
+      customer_ref: `c-${sequence % customers}`,
       event_slug: sequence % 2 ? 'deposit' : 'withdrawal',
       amount: ((sequence % 5000) + 1).toFixed(2),
       currency: 'EUR',
@@ -86,7 +87,7 @@ function saturate(server: Server, duration: number, connections = CONNECTIONS) {
   });
 }
 
-interface SteadyResult {
+export interface SteadyResult {
   sent: number;
   failed: number;
   /** Why requests failed: the HTTP status or the socket error's code, with how many. */
@@ -103,9 +104,8 @@ interface SteadyResult {
  * counts in its latency). autocannon's rate option is not this: it sends each connection's quota
  * for the second back to back at the start of the second, a burst at saturation speed.
  */
-async function steady(server: Server, rate: number, seconds: number, connections = CONNECTIONS): Promise<SteadyResult> {
+export async function steady(server: Server, rate: number, seconds: number, connections = CONNECTIONS, next = recordSource()): Promise<SteadyResult> {
   const agent = new http.Agent({ keepAlive: true, maxSockets: connections });
-  const next = recordSource();
   const result: SteadyResult = { sent: 0, failed: 0, failures: {}, latencies: [], lateness: [] };
   const fail = (reason: string) => {
     result.failed++;
@@ -156,7 +156,7 @@ const PROBE_INTERVAL_MS = 50;
  * elsewhere), until `stop` is called; returns the times. Every commit waits for such a flush of the WAL, so a slow flush here at the same moment
  * is a slow commit there: the probe tells the storage's stalls from the service's own.
  */
-function probeStorage(): { stop(): Promise<number[]> } {
+export function probeStorage(): { stop(): Promise<number[]> } {
   const times: number[] = [];
   let running = true;
   const done = (async () => {
@@ -185,7 +185,7 @@ function probeStorage(): { stop(): Promise<number[]> } {
   };
 }
 
-function percentile(samples: number[], q: number): number {
+export function percentile(samples: number[], q: number): number {
   const sorted = [...samples].sort((a, b) => a - b);
   return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? NaN;
 }

@@ -22,6 +22,9 @@ import * as staffAccessNotify from './20261128_0022_staff_access_notify.ts';
 import * as screeningHits from './20261128_0023_screening_hits.ts';
 import * as caseWorkbench from './20261128_0024_case_workbench.ts';
 import * as nonFinancialCounterparty from './20261128_0025_non_financial_counterparty.ts';
+import * as listIndexes from './20261129_0026_list_indexes.ts';
+import * as realtimeSpill from './20261129_0027_realtime_spill.ts';
+import * as videoCall from './20261129_0028_video_call.ts';
 
 type Migration = { up(knex: Knex): Promise<void>; down(knex: Knex): Promise<void> };
 
@@ -50,6 +53,9 @@ const migrations: [string, Migration][] = [
   ['20261128_0023_screening_hits', screeningHits],
   ['20261128_0024_case_workbench', caseWorkbench],
   ['20261128_0025_non_financial_counterparty', nonFinancialCounterparty],
+  ['20261129_0026_list_indexes', listIndexes],
+  ['20261129_0027_realtime_spill', realtimeSpill],
+  ['20261129_0028_video_call', videoCall],
 ];
 
 export const migrationSource: Knex.MigrationSource<[string, Migration]> = {

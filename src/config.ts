@@ -70,6 +70,12 @@ const environmentSchema = z.object({
   WARDEN_MCP_URL: z.string().regex(/^https?:\/\/[^?#\s]+$/, 'must be the http(s):// address the gateway reaches the MCP server at').optional(),
   WARDEN_AI_DELEGATION_SECONDS: positiveInt.max(24 * 3600).default(900),
   WARDEN_ASSISTANT_RETENTION_DAYS: positiveInt.max(3650).default(30),
+  // The video call's ICE servers (issue 38): a JSON array as RTCPeerConnection takes it, and/or
+  // coturn's TURN addresses with its use-auth-secret secret (time-limited credentials per call).
+  WARDEN_ICE_SERVERS: z.string().min(1).optional(),
+  WARDEN_TURN_URLS: commaList.optional(),
+  WARDEN_TURN_SECRET: z.string().min(16, 'must be at least 16 characters').optional(),
+  WARDEN_CALL_OFFER_SECONDS: positiveInt.max(3600).default(30),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });
 
@@ -115,7 +121,49 @@ export type Config = Readonly<{
    * gateway reaches this service's MCP server (null: WARDEN_PUBLIC_URL + /api/mcp/, else the address the service listens on; never a request's Host).
    */
   ai: Readonly<{ gatewayUrl: string | null; gatewayToken: string; timeoutMs: number; mcpUrl: string | null; delegationSeconds: number; retentionDays: number }>;
+  /** The video call: fixed ICE servers, TURN with coturn's shared secret (null: none), how long an offer waits for its agent. */
+  videoCall: Readonly<{ iceServers: readonly IceServer[]; turn: Readonly<{ urls: readonly string[]; secret: string }> | null; offerSeconds: number }>;
 }>;
+
+/** One entry of RTCPeerConnection's iceServers. */
+export interface IceServer {
+  urls: string | string[];
+  username?: string;
+  credential?: string;
+}
+
+const iceServerSchema = z.array(
+  z.object({
+    urls: z.union([z.string().regex(/^(stuns?|turns?):/, 'must be a stun:, stuns:, turn: or turns: URL'), z.array(z.string().regex(/^(stuns?|turns?):/, 'must be a stun:, stuns:, turn: or turns: URL')).min(1)]),
+    username: z.string().optional(),
+    credential: z.string().optional(),
+  }),
+);
+
+function videoCallSettings(values: { WARDEN_ICE_SERVERS?: string; WARDEN_TURN_URLS?: string[]; WARDEN_TURN_SECRET?: string; WARDEN_CALL_OFFER_SECONDS: number }) {
+  let iceServers: IceServer[] = [];
+  if (values.WARDEN_ICE_SERVERS) {
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(values.WARDEN_ICE_SERVERS);
+    } catch {
+      throw new ConfigError('Invalid configuration:\n  WARDEN_ICE_SERVERS: must be a JSON array of {urls, username?, credential?}');
+    }
+    const checked = iceServerSchema.safeParse(parsed);
+    if (!checked.success) throw new ConfigError(`Invalid configuration:\n  WARDEN_ICE_SERVERS: ${checked.error.issues.map((issue) => `${issue.path.join('.')}: ${issue.message}`).join('; ')}`);
+    iceServers = checked.data;
+  }
+  const urls = values.WARDEN_TURN_URLS ?? [];
+  if (urls.length > 0 !== Boolean(values.WARDEN_TURN_SECRET)) {
+    throw new ConfigError('Invalid configuration:\n  WARDEN_TURN_URLS and WARDEN_TURN_SECRET go together (coturn use-auth-secret)');
+  }
+  for (const url of urls) if (!/^turns?:/.test(url)) throw new ConfigError(`Invalid configuration:\n  WARDEN_TURN_URLS: ${url} is not a turn: or turns: URL`);
+  return Object.freeze({
+    iceServers: Object.freeze(iceServers),
+    turn: urls.length && values.WARDEN_TURN_SECRET ? Object.freeze({ urls: Object.freeze(urls), secret: values.WARDEN_TURN_SECRET }) : null,
+    offerSeconds: values.WARDEN_CALL_OFFER_SECONDS,
+  });
+}
 
 /** Firebase Cloud Messaging (HTTP v1): the service account's own fields and the API origin. */
 export interface FcmSettings {
@@ -255,5 +303,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       retentionDays: values.WARDEN_ASSISTANT_RETENTION_DAYS,
     }),
     push: Object.freeze({ fcm: fcmSettings(values.WARDEN_FCM_SERVICE_ACCOUNT, values.WARDEN_FCM_URL), apns: apnsSettings(values) }),
+    videoCall: videoCallSettings(values),
   });
 }

@@ -10,6 +10,7 @@ import type { Pools } from './pools.ts';
 import type { JobQueue } from './jobs/queue.ts';
 import type { FileStore } from './modules/kyc/storage.ts';
 import type { DocumentsChannel } from './realtime/documents.ts';
+import type { VideoCallSignalling } from './modules/videocall/signalling.ts';
 import type { StaffLive } from './realtime/staff.ts';
 import type { PushService } from './modules/push/service.ts';
 import type { TokenService } from './auth/tokens.ts';
@@ -33,6 +34,8 @@ export interface AppContext {
   jobs: JobQueue;
   files: FileStore;
   documents: DocumentsChannel;
+  /** The video call's signalling between the end user's page and the agent (issue 38). */
+  videoCalls: VideoCallSignalling;
   /** The staff live socket and its cross-process fan-out. */
   live: StaffLive;
   /** The push providers configured (FCM, APNs); a test may swap in clients that trust its local servers. */

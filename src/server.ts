@@ -24,6 +24,8 @@ import { notifyDecision } from './modules/cases/webhook.ts';
 import { attachReplayEvidence } from './modules/approvals/replay.ts';
 import { createApprovalHook } from './modules/approvals/service.ts';
 import { StaffLive } from './realtime/staff.ts';
+import { VideoCallSignalling } from './modules/videocall/signalling.ts';
+import { describeIceServers } from './modules/videocall/ice.ts';
 import { deliverPush } from './modules/push/delivery.ts';
 import { PushService } from './modules/push/service.ts';
 import { bindNotifications } from './modules/notifications/service.ts';
@@ -55,12 +57,14 @@ export async function buildContext(config: Config, db: Database['knex'], logger:
     logger,
     notifications,
   );
-  const documents = new DocumentsChannel(tokens, logger);
+  const documents = new DocumentsChannel(db, notifications, tokens, logger);
   // Bound before anything listens: a registration that refers to a missing field stops start-up here.
   const site = await bindAdminSite(db);
   const live = new StaffLive(db, site, notifications, logger, config.redisUrl, { webSessionIdleSeconds: config.adminSessionIdleSeconds });
   const push = PushService.fromConfig(config);
   bindNotifications(db, { live, jobs });
+  const videoCalls = new VideoCallSignalling(db, config, logger);
+  videoCalls.attach(documents, live, notifications);
   const context: AppContext = {
     config,
     db,
@@ -75,6 +79,7 @@ export async function buildContext(config: Config, db: Database['knex'], logger:
     jobs,
     files: new LocalFileStore(config.dataDir),
     documents,
+    videoCalls,
     live,
     push,
     backoffice: { site, db, approvalHook: null },
@@ -82,6 +87,7 @@ export async function buildContext(config: Config, db: Database['knex'], logger:
     async close() {
       clearInterval(daily);
       await jobs.stop();
+      videoCalls.close();
       await documents.close();
       await live.close();
       context.push.close();
@@ -149,6 +155,7 @@ export async function startServer(config: Config, logger: Logger = createLogger(
   // :: takes IPv4 too), so it matches the gateway's default WARDEN_GATEWAY_MCP_ORIGIN.
   context.listenUrl = `http://${host === '0.0.0.0' || host === '[::]' ? '127.0.0.1' : host}:${address.port}`;
   logger.info({ url, database: database.description }, `Warden listening on ${url}`);
+  logger.info(describeIceServers(config));
 
   let closing: Promise<void> | undefined;
   return {

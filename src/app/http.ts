@@ -3,7 +3,8 @@ import Koa from 'koa';
 import type { AppContext } from '../context.ts';
 import { respond } from '../http/envelope.ts';
 import { HttpError, MethodNotAllowedError } from '../http/errors.ts';
-import { buildOpenApiDocument, createOpenApiRegistry } from '../http/openapi.ts';
+import type { OpenAPIRegistry } from '@asteasolutions/zod-to-openapi';
+import { buildOpenApiDocument, createOpenApiRegistry, envelopeResponse, errorResponses, z } from '../http/openapi.ts';
 import { requestLifecycle } from '../http/middleware.ts';
 import { registerMcpServer } from '../modules/ai/mcp-server.ts';
 import { registerAiReviewRoutes } from '../modules/ai/routes.ts';
@@ -29,6 +30,8 @@ import { registerPushRoutes } from '../modules/mobile/push-token.ts';
 import { registerReportRoutes } from '../modules/reports/routes.ts';
 import { registerReportPages } from '../modules/reports/web.tsx';
 import { registerTransactionRoutes } from '../modules/transaction/routes.ts';
+import { registerVideoCallEndUserPage } from '../modules/videocall/end-user.ts';
+import { registerVideoCallPages, registerVideoCallUploads } from '../modules/videocall/web.tsx';
 
 /**
  * The HTTP face of the service, wired in one place (Django's project urls): every module's routes
@@ -49,14 +52,17 @@ export function createApp(app: AppContext): Koa {
   // The decision form's multipart post (evidence files) is answered before the shell, which reads
   // only urlencoded forms: it resolves the session and checks the form's CSRF token itself.
   registerCaseWorkUploads(router, app);
+  registerVideoCallUploads(router, app);
   registerAdminShell(router, app);
   registerNotificationPages(router, app);
+  registerVideoCallPages(router, app);
   registerAdminPages(router, app);
   registerCaseWorkPages(router, app);
   // Take and next case: the web posts behind the shell and their mobile endpoints.
   registerCaseQueueRoutes(router, app, docs);
   registerWorkbenchPages(router, app);
   registerReportPages(router, app);
+  registerVideoCallEndUserPage(router);
   // The mobile API: identity, then the modules' routes, then the generic data routes, whose
   // data/<app>/<model>/ paths would otherwise claim theirs (reports/ answers
   // data/report/reportresult/<pk>/ with a 404, as the spec says).
@@ -75,7 +81,7 @@ export function createApp(app: AppContext): Koa {
   registerCaseWorkRoutes(router, app, docs);
   // The assistant's tools.
   registerMcpServer(router, app);
-  registerOperationalRoutes(router, app);
+  registerOperationalRoutes(router, app, docs);
   const openApiDocument = buildOpenApiDocument(docs);
   router.get('/api/openapi.json', (ctx) => {
     ctx.body = openApiDocument;
@@ -116,18 +122,38 @@ function methodsFor(router: Router, path: string): string[] {
   return [...methods];
 }
 
-function registerOperationalRoutes(router: Router, app: AppContext): void {
-  router.get('/healthz', (ctx) => respond(ctx, 'ok', { uptime_seconds: Math.round(process.uptime()) }));
+const HEALTH = z.object({ uptime_seconds: z.number().int() });
+const READINESS = z.object({ database: z.literal('ok') });
+
+function registerOperationalRoutes(router: Router, app: AppContext, docs: OpenAPIRegistry): void {
+  router.get('/healthz', (ctx) => respond(ctx, 'ok', { uptime_seconds: Math.round(process.uptime()) } satisfies z.infer<typeof HEALTH>));
   router.get('/readyz', async (ctx) => {
     try {
       await app.db.raw('select 1');
     } catch {
       throw new HttpError(503, 'Database unreachable.', 'database_unreachable');
     }
-    respond(ctx, 'ready', { database: 'ok' });
+    respond(ctx, 'ready', { database: 'ok' } satisfies z.infer<typeof READINESS>);
   });
   router.get('/metrics', async (ctx) => {
     ctx.type = app.metrics.registry.contentType;
     ctx.body = await app.metrics.registry.metrics();
+  });
+
+  const tags = ['operations'];
+  docs.registerPath({ method: 'get', path: '/healthz', summary: 'Liveness: the process answers', tags, responses: { 200: envelopeResponse('Alive', HEALTH) } });
+  docs.registerPath({
+    method: 'get',
+    path: '/readyz',
+    summary: 'Readiness: the database answers',
+    tags,
+    responses: { 200: envelopeResponse('Ready', READINESS), ...errorResponses({ 503: 'Database unreachable (database_unreachable)' }) },
+  });
+  docs.registerPath({
+    method: 'get',
+    path: '/metrics',
+    summary: 'Prometheus metrics',
+    tags,
+    responses: { 200: { description: 'The Prometheus text exposition format', content: { [app.metrics.registry.contentType.split(';')[0]!]: { schema: z.string() } } } },
   });
 }

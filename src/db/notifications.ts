@@ -17,8 +17,8 @@ export const CHANNELS = {
   staffAccess: 'warden_staff_access',
   // payload: the id hash of a web admin session just ended (logout, idle, password change): its live sockets close
   webSessions: 'warden_web_sessions',
-  // payload: one staff live-socket message (JSON), fanned out to every process's sockets
-  live: 'warden_live',
+  // payload: `<topic>:<message>` or `<topic>#<spill id>` of a fan-out (src/realtime/fanout.ts: the documents socket)
+  fanout: 'warden_fanout',
   // payload: {session_id, status} of a video_call_queue row just written (announced by its trigger)
   videoQueue: 'warden_video_queue',
   // payload: the name of a job queue a job was just sent to (its workers fetch at once)

@@ -187,8 +187,9 @@ export class JobQueue {
     return id;
   }
 
-  async enqueueVerification(trx: Knex.Transaction, artifactId: string): Promise<void> {
-    await this.send(trx, QUEUES.verifyArtifact, { artifactId });
+  /** A verification now, or `startAfterSeconds` from now (a selfie's wait for its document ends so). */
+  async enqueueVerification(trx: Knex.Transaction, artifactId: string, startAfterSeconds?: number): Promise<void> {
+    await this.send(trx, QUEUES.verifyArtifact, { artifactId }, startAfterSeconds ? { startAfter: startAfterSeconds } : {});
   }
 
   async notifyFlow(trx: Knex.Transaction, sessionId: string): Promise<void> {

@@ -2,10 +2,10 @@ import { randomUUID } from 'node:crypto';
 import type http from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { Knex } from 'knex';
-import { createClient, type RedisClientType } from 'redis';
 import { WebSocketServer, type WebSocket } from 'ws';
 import type { Executor } from '../db/knex.ts';
-import { announce, CHANNELS, type NotificationHub } from '../db/notifications.ts';
+import { CHANNELS, type NotificationHub } from '../db/notifications.ts';
+import { Fanout } from './fanout.ts';
 import type { Logger } from '../logger.ts';
 import type { AdminSite } from '../modules/backoffice/site.ts';
 import { WEBSOCKET_PATH } from '../modules/mobile/constants.ts';
@@ -16,6 +16,9 @@ import { isEligibleForMobile } from '../modules/mobile/tickets.ts';
 import { loadPrincipalWith, type Principal } from '../modules/staff/principal.ts';
 import { offerCalls, SESSION_MODEL } from '../modules/videocall/queue.ts';
 import type { LiveMessage, LivePublisher } from './live-message.ts';
+
+/** A module's handler of one type of frame from signed-in sockets. */
+export type UserMessageHandler = (userId: string, payload: unknown, reply: (frame: object) => void) => void;
 
 /** What travels between processes: the message plus the ids every recipient sees alike. */
 interface Envelope {
@@ -73,9 +76,6 @@ export interface LiveSettings {
 const DEFAULT_SETTINGS: LiveSettings = { heartbeatMs: 30_000, loginTimeoutMs: 60_000, webSessionIdleSeconds: 3600 };
 /** The web admin's own door to the live channel: same messages, signed in by the admin session cookie. */
 export const WEB_LIVE_PATH = '/admin/live/';
-const REDIS_CHANNEL = 'warden:live';
-/** PostgreSQL refuses NOTIFY payloads of 8000 bytes or more. */
-const MAX_PAYLOAD_BYTES = 7900;
 /** Close code for a socket whose device was revoked (application range 4000-4999). */
 export const CLOSE_DEVICE_REVOKED = 4001;
 /** Close code for a socket whose user was deactivated, lost staff status or was deleted. */
@@ -96,9 +96,10 @@ const LIVE_DEVICES_SQL = 'array(select d.id::text from mobile_devices d where d.
  * everyone or for its user, filtered by the models it may view. It is a refresh trigger: payloads
  * name what changed, the data is read from REST.
  *
- * Messages are published through PostgreSQL NOTIFY (inside the writer's transaction, so they go
- * out only at commit) and every process delivers them to its own sockets; with REDIS_URL set they
- * go through Redis pub/sub instead (published after the writer's commit).
+ * Messages go to every process through the fan-out (./fanout.ts, topic `live`): PostgreSQL NOTIFY
+ * inside the writer's transaction, so they go out only at commit, a big one spilled to a table;
+ * with REDIS_URL set, Redis pub/sub after the writer's commit. Each process delivers them to its
+ * own sockets.
  *
  * Every message is checked against the user's current state, not the state at login: triggers
  * (migration 0022) announce on warden_staff_access any change to a user's flags, permissions,
@@ -120,8 +121,7 @@ export class StaffLive implements LivePublisher {
   private accessChanges = 0;
   private closed = false;
   private heartbeat: NodeJS.Timeout | undefined;
-  private publisher: RedisClientType | undefined;
-  private subscriber: RedisClientType | undefined;
+  private readonly fanout: Fanout;
   private readonly settings: LiveSettings;
 
   constructor(
@@ -141,7 +141,8 @@ export class StaffLive implements LivePublisher {
     hub.subscribe(CHANNELS.webSessions, (idHash) => this.closeWebSession(idHash));
     // While the listener was down announcements may have been missed: every user's grants are read again.
     if (typeof hub.onReset === 'function') hub.onReset(() => this.recheckAll());
-    if (!redisUrl) hub.subscribe(CHANNELS.live, (payload) => this.deliverPayload(payload));
+    this.fanout = new Fanout(db, hub, logger, 'live');
+    this.fanout.onMessage((payload) => this.deliverPayload(payload));
     // Every process hears the queue's trigger, so each delivers to its own sockets (no re-publish).
     hub.subscribe(CHANNELS.videoQueue, (payload) => this.onVideoQueue(payload));
     // Lists refresh when a registered model's record changes through the write chain.
@@ -155,6 +156,27 @@ export class StaffLive implements LivePublisher {
     });
   }
 
+  private readonly messageHandlers = new Map<string, UserMessageHandler>();
+  private readonly goneHandlers: ((userId: string) => void)[] = [];
+
+  /**
+   * Frames of `type` from signed-in sockets go to `handler` with the user and the frame's payload
+   * (the video call's `signal`); `reply` answers on the same socket. Other types stay ignored.
+   */
+  handleMessages(type: string, handler: UserMessageHandler): void {
+    this.messageHandlers.set(type, handler);
+  }
+
+  /** Called when a user's last socket on this process goes (it may come back: a page reload). */
+  onUserGone(handler: (userId: string) => void): void {
+    this.goneHandlers.push(handler);
+  }
+
+  /** Whether the user has a signed-in socket on this process. */
+  isConnected(userId: string): boolean {
+    return this.users.has(userId);
+  }
+
   /** The mobile identity layer that checks socket logins (the same checks as HTTP). */
   useIdentity(identity: Identity): void {
     this.identity = identity;
@@ -162,7 +184,7 @@ export class StaffLive implements LivePublisher {
 
   /** Takes over upgrade requests for WEBSOCKET_PATH on the HTTP server; other paths are left to socket.io. */
   async attach(server: http.Server): Promise<void> {
-    if (this.redisUrl) await this.connectRedis(this.redisUrl);
+    await this.fanout.start(this.redisUrl);
     this.wss = new WebSocketServer({ noServer: true, maxPayload: 64 * 1024, perMessageDeflate: false });
     server.on('upgrade', (request: http.IncomingMessage, socket: Duplex, head: Buffer) => {
       const path = (request.url ?? '').split('?')[0]!;
@@ -188,23 +210,8 @@ export class StaffLive implements LivePublisher {
    */
   async publish(executor: Executor, message: LiveMessage): Promise<void> {
     const envelope: Envelope = { correlation_id: randomUUID(), timestamp: Date.now(), message };
-    let payload = JSON.stringify(envelope);
-    if (Buffer.byteLength(payload) > MAX_PAYLOAD_BYTES) {
-      // A refresh trigger does not need its details: the client reads the record over REST.
-      payload = JSON.stringify({ ...envelope, message: { ...message, data: { truncated: true } } });
-    }
-    if (this.publisher) {
-      const publisher = this.publisher;
-      const send = () => publisher.publish(REDIS_CHANNEL, payload).then(() => undefined);
-      const transaction = executor as Knex.Transaction;
-      if (transaction.isTransaction) {
-        transaction.executionPromise.then(send, () => undefined).catch((error) => this.logger.warn({ err: error }, 'live message not published'));
-        return;
-      }
-      await send();
-      return;
-    }
-    await announce(executor, CHANNELS.live, payload);
+    // A message too big for NOTIFY (a call's SDP) is carried whole: the fan-out spills it to a table.
+    await this.fanout.publish(executor, JSON.stringify(envelope));
   }
 
   async close(): Promise<void> {
@@ -213,18 +220,7 @@ export class StaffLive implements LivePublisher {
     await this.offering;
     for (const ws of this.wss?.clients ?? []) ws.terminate();
     await new Promise<void>((resolve) => (this.wss ? this.wss.close(() => resolve()) : resolve()));
-    await this.subscriber?.quit().catch(() => {});
-    await this.publisher?.quit().catch(() => {});
-  }
-
-  private async connectRedis(url: string): Promise<void> {
-    this.publisher = createClient({ url }) as RedisClientType;
-    this.publisher.on('error', (error) => this.logger.warn({ err: error }, 'redis error (live publisher)'));
-    await this.publisher.connect();
-    this.subscriber = this.publisher.duplicate() as RedisClientType;
-    this.subscriber.on('error', (error) => this.logger.warn({ err: error }, 'redis error (live subscriber)'));
-    await this.subscriber.connect();
-    await this.subscriber.subscribe(REDIS_CHANNEL, (payload) => this.deliverPayload(payload));
+    await this.fanout.close();
   }
 
   /**
@@ -276,8 +272,17 @@ export class StaffLive implements LivePublisher {
     } catch {
       return;
     }
-    // Only login messages mean anything from a client; the rest is ignored.
-    if (!message || typeof message !== 'object' || message.type !== 'login') return;
+    if (!message || typeof message !== 'object') return;
+    // Besides login, only the types a module handles mean anything, and only once signed in.
+    if (message.type !== 'login') {
+      const handler = typeof message.type === 'string' ? this.messageHandlers.get(message.type) : undefined;
+      if (handler && state.access && state.clientId) {
+        handler(state.access.userId, message.payload, (frame) => {
+          if (ws.readyState === ws.OPEN) ws.send(JSON.stringify(frame));
+        });
+      }
+      return;
+    }
     const token = message.payload && typeof message.payload === 'object' ? message.payload.token : undefined;
     try {
       if (typeof token !== 'string' || !token || !this.identity) throw new Error('login refused');
@@ -338,7 +343,10 @@ export class StaffLive implements LivePublisher {
     const access = state.access;
     if (access) {
       access.sockets.delete(ws);
-      if (!access.sockets.size && this.users.get(access.userId) === access) this.users.delete(access.userId);
+      if (!access.sockets.size && this.users.get(access.userId) === access) {
+        this.users.delete(access.userId);
+        for (const handler of this.goneHandlers) handler(access.userId);
+      }
     }
     state.clientId = state.deviceId = state.webSession = null;
     state.access = null;

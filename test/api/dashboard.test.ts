@@ -6,6 +6,7 @@ import { defineEvents, hoursAgo, loadRuleSet } from '../helpers/fixtures.ts';
 import { AVAILABILITY, installClock, pairDevice, staffUser, type TestClock } from '../helpers/mobile.ts';
 import { connectLive } from '../helpers/live.ts';
 import { defineFlow } from '../../src/modules/kyc/flows.ts';
+import { joinQueue } from '../../src/modules/videocall/queue.ts';
 
 let app: TestApp;
 let clock: TestClock;
@@ -94,6 +95,11 @@ async function openSession(flow: string, customer: string): Promise<string> {
   return id;
 }
 
+/** The end user's page joins the call (the documents socket's join, called directly: this file tests the agent's side). */
+async function join(sessionId: string): Promise<void> {
+  await joinQueue(app.database.knex, sessionId, `page-${sessionId}`, { call: true, recording: true, text: 'I agree to the call and its recording.', at: new Date().toISOString() });
+}
+
 async function until<T>(read: () => Promise<T>, done: (value: T) => boolean, timeoutMs = 5000): Promise<T> {
   for (const started = Date.now(); ; ) {
     const value = await read();
@@ -124,9 +130,13 @@ test.serial('lobby: video-call sessions queue; an available agent is offered one
 
   await openSession('plain', 'no-call');
   const first = await openSession('video', 'caller-1');
-  const queued = await live.next((f) => f.data?.type === 'videoCallQueue');
-  t.like(queued.data, { model: 'document.documentverificationsession', data: { session_id: first, status: 'waiting' } });
+  t.like((await live.next((f) => f.data?.type === 'videoCallQueue')).data, { data: { session_id: first, status: 'pending' } });
   let lobby = (await app.request('GET', `${D}lobby/`, { token: v.accessToken })).body.data;
+  t.is(lobby.waiting, 0, 'nobody in the lobby before the end user joins');
+  await join(first);
+  const queued = await live.next((f) => f.data?.type === 'videoCallQueue' && f.data.data.status === 'waiting');
+  t.like(queued.data, { model: 'document.documentverificationsession', data: { session_id: first, status: 'waiting' } });
+  lobby = (await app.request('GET', `${D}lobby/`, { token: v.accessToken })).body.data;
   t.is(lobby.waiting, 1, 'only the flow that asks for a video call queues');
   t.like(lobby.queue[0], { session_id: first, customer_ref: 'caller-1', status: 'waiting', offered_to_you: false });
   t.is(lobby.you, null);
@@ -146,6 +156,11 @@ test.serial('lobby: video-call sessions queue; an available agent is offered one
   const taken = await app.request('POST', `${D}lobby/${first}/take/`, { token: a.accessToken });
   t.is(taken.status, 200, taken.text);
   t.deepEqual(taken.body.data.you, { status: 'AVAILABLE', in_call: true });
+  t.is(taken.body.data.session_id, first);
+  t.true(Array.isArray(taken.body.data.ice_servers));
+  const agentToken = await app.context.tokens.verify('agent', taken.body.data.agent_token);
+  t.is(agentToken.subject, first, 'the agent token end-kyc-session takes, for this session');
+  t.is(agentToken.claims.agent, agentA.id);
   t.is((await app.request('POST', AVAILABILITY, { token: a.accessToken, json: { available: false } })).status, 409, 'in call');
   const summary = (await app.request('GET', `${D}agent-summary/`, { token: a.accessToken })).body.data;
   t.like(summary, { agent: true, in_call: true, availability: 'AVAILABLE', availability_label: 'Available' });
@@ -154,6 +169,7 @@ test.serial('lobby: video-call sessions queue; an available agent is offered one
   // B is available: the next caller goes to B, since A is in a call
   await app.request('POST', AVAILABILITY, { token: b.accessToken, json: { available: true } });
   const second = await openSession('video', 'caller-2');
+  await join(second);
   t.is((await until(() => app.database.knex('video_call_queue').where({ session_id: second }).first(), (row) => row.status === 'offered')).offered_to, agentB.id);
   // B goes away: the offer returns to the queue
   await app.request('POST', AVAILABILITY, { token: b.accessToken, json: { available: false } });

@@ -1,6 +1,6 @@
 /**
- * Two server processes on one database share websocket messages through the Redis streams
- * adapter: a client registered on node B hears a verification processed by node A.
+ * Two server processes on one database share websocket messages through Redis (the fan-out,
+ * src/realtime/fanout.ts): a socket.io client registered on node B hears a verification processed by node A.
  */
 import fs from 'node:fs/promises';
 import path from 'node:path';

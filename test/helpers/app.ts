@@ -10,6 +10,7 @@ import { createLogger } from '../../src/logger.ts';
 import { createCredential } from '../../src/modules/merchant/service.ts';
 import { buildContext } from '../../src/server.ts';
 import { createTestDatabase, joinTestDatabase, type TestDatabase } from './database.ts';
+import { OPENAPI_PATH, openApiRecorder } from './openapi-check.ts';
 
 export interface TestApp {
   url: string;
@@ -51,12 +52,17 @@ export async function startTestApp(env: Record<string, string> = {}): Promise<Te
   const dataDir = await fs.mkdtemp(path.join(os.tmpdir(), 'warden-test-data-'));
   const config: Config = loadConfig({ LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent', WARDEN_DATA_DIR: dataDir, WARDEN_JOB_MAINTENANCE_SECONDS: '1', ...env });
   const context = await buildContext(config, database.knex, createLogger(config.logLevel));
-  const server = http.createServer(createApp(context).callback());
+  const koa = createApp(context);
+  // Every answer of every test is checked against the OpenAPI document (test/run.ts reports).
+  const recorder = openApiRecorder();
+  koa.middleware.unshift(recorder.middleware);
+  const server = http.createServer(koa.callback());
   await context.documents.attach(server, env.REDIS_URL);
   await context.live.attach(server);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   context.listenUrl = url;
+  recorder.load(await (await fetch(url + OPENAPI_PATH)).json());
 
   const request = async (method: string, path: string, options: RequestOptions = {}): Promise<TestResponse> => {
     const headers: Record<string, string> = { ...options.headers };

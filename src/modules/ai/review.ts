@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import type { AppContext } from '../../context.ts';
 import { ForbiddenError, HttpError } from '../../http/errors.ts';
-import { z } from '../../http/openapi.ts';
+import { anyObject, z } from '../../http/openapi.ts';
 import { QUEUES } from '../../jobs/queue.ts';
 import { getRow, validPk } from '../backoffice/query.ts';
 import type { BoundModel, Row } from '../backoffice/registry.ts';
@@ -93,7 +93,7 @@ async function latestReview(db: Knex, model: BoundModel, pk: string): Promise<Re
 }
 
 /** The spec's AI block of a case. */
-export async function aiBlock(app: AppContext, model: BoundModel, principal: Principal, row: Row): Promise<Record<string, unknown>> {
+export async function aiBlock(app: AppContext, model: BoundModel, principal: Principal, row: Row): Promise<z.infer<typeof AI_BLOCK>> {
   return storedAiBlock(app.db, app.backoffice.site, Boolean(app.config.ai.gatewayUrl), model, principal, row);
 }
 
@@ -101,7 +101,21 @@ export async function aiBlock(app: AppContext, model: BoundModel, principal: Pri
  * The AI block read from the stored reviews alone: no gateway is needed to show it, only to run a
  * review (`gatewayInstalled` false: can_run is false). The case detail carries it as a block.
  */
-export async function storedAiBlock(db: Knex, site: AdminSite, gatewayInstalled: boolean, model: BoundModel, principal: Principal, row: Row): Promise<Record<string, unknown>> {
+/** The AI block as the ai/ endpoints answer it, for the OpenAPI document (storedAiBlock builds it). */
+export const AI_BLOCK = z.object({
+  status: z.string(),
+  in_flight: z.boolean(),
+  can_run: z.boolean(),
+  can_feedback: z.boolean(),
+  topic: z.object({ subject: z.string(), typologies: z.array(z.string()) }).nullable(),
+  warnings: z.array(z.string()),
+  result: anyObject.nullable(),
+  references: z.array(z.unknown()),
+  feedback: anyObject.nullable(),
+  legacy: z.null(),
+});
+
+export async function storedAiBlock(db: Knex, site: AdminSite, gatewayInstalled: boolean, model: BoundModel, principal: Principal, row: Row): Promise<z.infer<typeof AI_BLOCK>> {
   const pk = String(row[model.pk]);
   const review = await latestReview(db, model, pk);
   const feedback = review ? ((await db('ai_feedback').where('review_id', review.id).first()) as FeedbackRow | undefined) : undefined;

@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import type { AppContext } from '../../context.ts';
 import { BadRequestError, HttpError } from '../../http/errors.ts';
-import { z } from '../../http/openapi.ts';
+import { anyObject, z } from '../../http/openapi.ts';
 import { QUEUES } from '../../jobs/queue.ts';
 import { requiredText, validateForm } from '../../validation/form.ts';
 import type { PendingCall, TurnMessage, Usage } from '../../gateway/model.ts';
@@ -52,7 +52,49 @@ function progressOf(app: AppContext, phase: string, label: string): string {
   return JSON.stringify({ phase, label, since: withOffset(app.now?.() ?? new Date()) });
 }
 
-function present(conversation: ConversationRow, messages: MessageRow[], ahead = 0) {
+// The answers' shapes, for the OpenAPI document (assistant/openapi.ts); the functions below build them.
+export const CONVERSATION = z.object({
+  id: z.string(),
+  title: z.string(),
+  status: z.enum(['idle', 'running', 'awaiting_approval', 'error']),
+  seq: z.number().int(),
+  tick: z.number().int(),
+  error: z.string().nullable(),
+  pending_call: z.object({ id: z.string(), name: z.string(), arguments: anyObject, alias: z.string() }).nullable(),
+  progress: z.object({ phase: z.string(), label: z.string(), since: z.string(), ahead: z.number().int() }).nullable(),
+  last_turn: anyObject.nullable(),
+  messages: z.array(
+    z.object({
+      seq: z.number().int(),
+      role: z.string(),
+      content: z.string(),
+      tool_calls: z.array(z.unknown()).nullable(),
+      tool_call_id: z.string().nullable(),
+      name: z.string().nullable(),
+      arguments: z.unknown(),
+      status: z.string().nullable(),
+      navigate: z.string().nullable(),
+      created_at: z.string().nullable(),
+    }),
+  ),
+});
+export const CONVERSATIONS = z.object({
+  conversations: z.array(z.object({ id: z.string(), title: z.string(), status: z.string(), updated_at: z.string().nullable(), message_count: z.number().int() })),
+});
+export const ASSISTANT_STATUS = z.object({
+  enabled: z.boolean(),
+  reason: z.string().nullable(),
+  connected: z.boolean(),
+  needs_reauth: z.boolean(),
+  server_name: z.string().nullable(),
+  tools: z.array(z.string()),
+  username: z.string(),
+  expires_at: z.string().nullable(),
+  retention_days: z.number().int(),
+});
+export const TURN_ACCEPTED = z.object({ job_id: z.string().nullable(), status: z.string(), seq: z.number().int() });
+
+function present(conversation: ConversationRow, messages: MessageRow[], ahead = 0): z.infer<typeof CONVERSATION> {
   return {
     id: conversation.id,
     title: conversation.title,
@@ -83,7 +125,7 @@ async function owned(db: Knex | Knex.Transaction, principal: Principal, id: stri
  * expired while the gateway still worked with it, or when the gateway refuses the service (401).
  * The user's next message or review renews it.
  */
-export async function assistantStatus(app: AppContext, principal: Principal): Promise<Record<string, unknown>> {
+export async function assistantStatus(app: AppContext, principal: Principal): Promise<z.infer<typeof ASSISTANT_STATUS>> {
   const latest = await latestDelegation(app.db, principal.user.id);
   const base = { username: principal.user.username, expires_at: withOffset(latest?.expiresAt ?? null), retention_days: app.config.ai.retentionDays };
   if (!app.config.ai.gatewayUrl) return { enabled: false, reason: NOT_INSTALLED, connected: false, needs_reauth: false, server_name: null, tools: [], ...base };
@@ -106,11 +148,17 @@ export async function assistantStatus(app: AppContext, principal: Principal): Pr
   }
 }
 
-export async function listConversations(app: AppContext, principal: Principal) {
+export async function listConversations(app: AppContext, principal: Principal): Promise<z.infer<typeof CONVERSATIONS>['conversations']> {
   const rows = (await app.db('assistant_conversations as c')
     .where('c.user_id', principal.user.id)
     .orderBy('c.updated_at', 'desc')
-    .select('c.id', 'c.title', 'c.status', 'c.updated_at', app.db.raw('(select count(*) from assistant_messages m where m.conversation_id = c.id)::int as message_count'))) as { updated_at: Date }[];
+    .select('c.id', 'c.title', 'c.status', 'c.updated_at', app.db.raw('(select count(*) from assistant_messages m where m.conversation_id = c.id)::int as message_count'))) as {
+    id: string;
+    title: string;
+    status: string;
+    updated_at: Date;
+    message_count: number;
+  }[];
   return rows.map((row) => ({ ...row, updated_at: withOffset(row.updated_at) }));
 }
 
@@ -157,7 +205,7 @@ async function queuedAhead(db: Knex, conversation: ConversationRow): Promise<num
   return Number(row?.count ?? 0);
 }
 
-function turnAccepted(jobId: string | null, conversation: { status: string; seq: number }) {
+function turnAccepted(jobId: string | null, conversation: { status: string; seq: number }): z.infer<typeof TURN_ACCEPTED> {
   return { job_id: jobId, status: conversation.status, seq: conversation.seq };
 }
 

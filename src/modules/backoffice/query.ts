@@ -295,6 +295,47 @@ export async function listRows(
   parameters: ListParameters,
   extraFields: string[] = [],
 ): Promise<ListResult> {
+  const statements = listStatements(site, db, model, principal, parameters, extraFields);
+  const { pageSize, pageNumber, hidden } = statements;
+  const { rows, total, estimate } = await pageAndTotal(db, statements);
+  const pages = Math.max(1, Math.ceil(total / pageSize));
+  // Joined columns of related models the viewer may not view are blanked: a case list names its
+  // customers only to those who may view customers.
+  if (hidden.length) for (const row of rows) for (const name of hidden) row[name] = null;
+  const links = await annotateRows(site, db, model, principal, rows);
+  return { rows, links, total, totalIsEstimate: estimate, page: pageNumber, pageSize, pages };
+}
+
+/**
+ * Every statement a list page may run, built but not run: which of them runs turns on how many
+ * rows PostgreSQL expects (see pageAndTotal). listRows runs them; test/db/list-plans.test.ts
+ * explains each of them for every ordering, filter and search a registration offers, so a list
+ * that a million rows would turn into a full scan fails a test, not a phone.
+ */
+export interface ListStatements {
+  /** `select 1` from the filtered rows: explained for the expected total, and counted by `count`. */
+  counting: Knex.QueryBuilder;
+  /** The exact total (up to EXACT_COUNT_LIMIT expected rows). */
+  count: Knex.QueryBuilder;
+  /** The page alone, ordered and limited (above ONE_STATEMENT_LIMIT expected rows). */
+  page: Knex.QueryBuilder;
+  /** The page and its exact total in one statement (up to ONE_STATEMENT_LIMIT expected rows). */
+  onePass: Knex.QueryBuilder;
+  /** The joined columns the viewer may not see (blanked in the rows). */
+  hidden: string[];
+  pageSize: number;
+  pageNumber: number;
+  offset: number;
+}
+
+export function listStatements(
+  site: AdminSite,
+  db: Knex,
+  model: BoundModel,
+  principal: Principal,
+  parameters: ListParameters,
+  extraFields: string[] = [],
+): ListStatements {
   const pageSize = Math.min(Math.max(1, parameters.pageSize), MAX_PAGE_SIZE);
   const filtered = scopedQuery(db, model, principal);
   applyFilters(filtered, model, principal, parameters.filters);
@@ -306,18 +347,30 @@ export async function listRows(
   const orderings = listOrderings(model, parameters.order, hidden);
 
   const pageNumber = Math.max(1, parameters.page);
-  const pageOfKeys = (keys: string) => {
-    const query = db(`${model.table} as ${ALIAS}`).join(keys, `${keys}.${KEY_COLUMN}`, `${ALIAS}.${model.pk}`);
-    selectColumns(site, model, query, extraFields);
-    return query;
-  };
-  const { rows, total, estimate } = await pageAndTotal(db, model, filtered, page, pageOfKeys, orderings, pageSize, (pageNumber - 1) * pageSize);
-  const pages = Math.max(1, Math.ceil(total / pageSize));
-  // Joined columns of related models the viewer may not view are blanked: a case list names its
-  // customers only to those who may view customers.
-  if (hidden.length) for (const row of rows) for (const name of hidden) row[name] = null;
-  const links = await annotateRows(site, db, model, principal, rows);
-  return { rows, links, total, totalIsEstimate: estimate, page: pageNumber, pageSize, pages };
+  const offset = (pageNumber - 1) * pageSize;
+  const counting = filtered.clone().clearSelect().clearOrder().select(db.raw('1'));
+  const count = db.count('* as count').from(counting.clone().as('c'));
+
+  // One statement: the key and sort values of every match (a materialized CTE), their count, the
+  // page's keys sorted out of them, and the page's rows read by primary key.
+  const orderColumn = (index: number) => `${ORDER_COLUMN}${index}`;
+  // The page's joins stay in: an ordering may name a related column (unused ones PostgreSQL drops).
+  const matches = page
+    .clone()
+    .clearSelect()
+    .select(`${ALIAS}.${model.pk} as ${KEY_COLUMN}`, ...orderings.map(([expression], index) => db.raw(`${expression} as ??`, [orderColumn(index)])));
+  const keys = db.select('*').from('matches').limit(pageSize).offset(offset);
+  const onePass = db(`${model.table} as ${ALIAS}`).join('page_keys', `page_keys.${KEY_COLUMN}`, `${ALIAS}.${model.pk}`);
+  selectColumns(site, model, onePass, extraFields);
+  onePass.withMaterialized('matches', matches).with('page_keys', keys).select(db.raw('(select count(*) from matches) as ??', [TOTAL_COLUMN]));
+  orderings.forEach(([, direction, nullable], index) => {
+    keys.orderByRaw(orderTerm(orderColumn(index), direction, nullable));
+    onePass.orderByRaw(orderTerm(`page_keys.${orderColumn(index)}`, direction, nullable));
+  });
+
+  for (const [expression, direction, nullable] of orderings) page.orderByRaw(orderTerm(expression, direction, nullable));
+  page.limit(pageSize).offset(offset);
+  return { counting, count, page, onePass, hidden, pageSize, pageNumber, offset };
 }
 
 /** The list's ORDER BY terms for `o` (column indexes), else the model's ordering, then the pk; a column that cannot be sorted (or is hidden from the viewer) is a QueryError. */
@@ -385,9 +438,15 @@ export async function annotateRows(site: AdminSite, db: Knex, model: BoundModel,
 /** An ordering term: the SQL expression, its direction, and whether the column can hold nulls. */
 type Ordering = [expression: string, direction: 'asc' | 'desc', nullable: boolean];
 
-/** `nulls last` only where nulls can occur: on a NOT NULL column it would stop PostgreSQL from reading a plain index backwards for a descending order. */
+/**
+ * Nulls sort as the lowest value, where they can occur: first going up, last going down (MySQL's and
+ * SQL Server's order), so the largest values top a descending list and one index declared
+ * `(column nulls first, pk)` serves both directions, read forwards or backwards (PostgreSQL's own
+ * default, nulls highest, would put unscored rows above the highest score). On a NOT NULL column
+ * no nulls clause is written: it would stop PostgreSQL from reading a plain index backwards.
+ */
 function orderTerm(expression: string, direction: 'asc' | 'desc', nullable: boolean): string {
-  return `${expression} ${direction}${nullable ? ' nulls last' : ''}`;
+  return `${expression} ${direction}${nullable ? (direction === 'asc' ? ' nulls first' : ' nulls last') : ''}`;
 }
 
 /** Names the one-statement page gives its helper tables and columns. */
@@ -410,42 +469,19 @@ const TOTAL_COLUMN = 'warden_total';
  * - above: the page and the planner's estimate, so a count never scans a million rows to print a
  *   number (as large admin sites do).
  */
-async function pageAndTotal(
-  db: Knex,
-  model: BoundModel,
-  filtered: Knex.QueryBuilder,
-  page: Knex.QueryBuilder,
-  pageOfKeys: (keys: string) => Knex.QueryBuilder,
-  orderings: Ordering[],
-  limit: number,
-  offset: number,
-): Promise<{ rows: Row[]; total: number; estimate: boolean }> {
-  const counting = filtered.clone().clearSelect().clearOrder().select(db.raw('1'));
+async function pageAndTotal(db: Knex, statements: ListStatements): Promise<{ rows: Row[]; total: number; estimate: boolean }> {
+  const { counting, count, page, onePass, offset } = statements;
   const { sql, bindings } = counting.toSQL();
   const plan = (await db.raw(`explain (format json) ${sql}`, bindings)).rows[0]['QUERY PLAN'][0].Plan as { 'Plan Rows': number };
   const expected = plan['Plan Rows'];
-  const exactCount = async () => Number(((await db.count('* as count').from(counting.as('c'))) as { count: number | string }[])[0]?.count ?? 0);
+  const exactCount = async () => Number(((await count) as { count: number | string }[])[0]?.count ?? 0);
   if (expected <= ONE_STATEMENT_LIMIT) {
-    const orderColumn = (index: number) => `${ORDER_COLUMN}${index}`;
-    // The page's joins stay in: an ordering may name a related column (unused ones PostgreSQL drops).
-    const matches = page
-      .clone()
-      .clearSelect()
-      .select(`${ALIAS}.${model.pk} as ${KEY_COLUMN}`, ...orderings.map(([expression], index) => db.raw(`${expression} as ??`, [orderColumn(index)])));
-    const keys = db.select('*').from('matches').limit(limit).offset(offset);
-    const statement = pageOfKeys('page_keys').withMaterialized('matches', matches).with('page_keys', keys).select(db.raw('(select count(*) from matches) as ??', [TOTAL_COLUMN]));
-    orderings.forEach(([, direction, nullable], index) => {
-      keys.orderByRaw(orderTerm(orderColumn(index), direction, nullable));
-      statement.orderByRaw(orderTerm(`page_keys.${orderColumn(index)}`, direction, nullable));
-    });
-    const rows = (await statement) as Row[];
+    const rows = (await onePass) as Row[];
     // A page past the last match has no row to carry the total.
     const total = rows.length ? Number(rows[0]![TOTAL_COLUMN]) : offset > 0 ? await exactCount() : 0;
     for (const row of rows) delete row[TOTAL_COLUMN];
     return { rows, total, estimate: false };
   }
-  for (const [expression, direction, nullable] of orderings) page.orderByRaw(orderTerm(expression, direction, nullable));
-  page.limit(limit).offset(offset);
   if (expected > EXACT_COUNT_LIMIT) return { rows: (await page) as Row[], total: Math.round(expected), estimate: true };
   const [rows, total] = await Promise.all([page as Promise<Row[]>, exactCount()]);
   return { rows, total, estimate: false };
@@ -513,6 +549,7 @@ export async function inlineBlocks(site: AdminSite, db: Knex, model: BoundModel,
     const target = site.models.get(inline.model)!;
     if (!site.can(principal, target, 'view')) continue;
     const base = scopedQuery(db, target, principal).where(`${ALIAS}.${inline.fk}`, row[model.pk] as string);
+    for (const [column, value] of Object.entries(inline.where ?? {})) base.where(`${ALIAS}.${column}`, value);
     const ordering = inline.ordering ?? target.ordering?.[0] ?? `-${target.pk}`;
     const [rows, [{ count }]] = await Promise.all([
       base.clone().select(`${ALIAS}.*`).orderBy(`${ALIAS}.${ordering.replace(/^-/, '')}`, ordering.startsWith('-') ? 'desc' : 'asc').limit(INLINE_ROWS),

@@ -90,6 +90,11 @@ export interface InlineDeclaration {
   model: string;
   /** The column of the related table that holds this model's pk (or an expression of it). */
   fk: string;
+  /**
+   * Fixed column values the related rows also have (execution logs of financial records: target
+   * financial), so the lookup uses the related table's index on (those columns, fk).
+   */
+  where?: Record<string, string>;
   label?: string;
   /** Related model columns shown in the block; its list columns by default. */
   fields?: string[];

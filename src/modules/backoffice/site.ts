@@ -233,6 +233,9 @@ function checkModel(site: AdminSite, model: BoundModel, foreignKeys: { table_nam
     const target = site.models.get(inline.model);
     if (!target) throw new RegistryError(`${model.key}: inline ${inline.model} is not registered`);
     if (!target.columnTypes.has(inline.fk)) throw new RegistryError(`${model.key}: inline ${inline.model} has no column "${inline.fk}"`);
+    for (const column of Object.keys(inline.where ?? {})) {
+      if (!target.columnTypes.has(column)) throw new RegistryError(`${model.key}: inline ${inline.model} has no column "${column}"`);
+    }
     for (const name of inline.fields ?? []) if (!fieldExists(site, target, name)) fail(`inline ${inline.model} field`, name);
   }
   // Every database foreign key of the table is either a declared relation or marked plain.

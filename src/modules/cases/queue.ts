@@ -6,7 +6,7 @@ import { h } from 'preact';
 import type { AppContext } from '../../context.ts';
 import { respond } from '../../http/envelope.ts';
 import { HttpError } from '../../http/errors.ts';
-import { errorResponses } from '../../http/openapi.ts';
+import { envelopeResponse, errorResponses, z } from '../../http/openapi.ts';
 import { canObject, httpErrorOf } from '../backoffice/access.ts';
 import { ChainError, ObjectNotFound, PendingApprovalConflict, PermissionDenied, ValidationFailed } from '../backoffice/errors.ts';
 import { getRow, scopedQuery, validPk } from '../backoffice/query.ts';
@@ -17,8 +17,9 @@ import { adminState, forbidden, modelUrl, notFound, objectUrl } from '../backoff
 import { CsrfField } from '../backoffice/web/layout.tsx';
 import { addMessage } from '../backoffice/web/session.ts';
 import { MOBILE_PREFIX } from '../mobile/constants.ts';
-import { recordDetail } from '../mobile/data.ts';
+import { MESSAGES, RECORD_DETAIL, recordDetail } from '../mobile/data.ts';
 import { createIdentity, requireDevice, type MobileState } from '../mobile/guard.ts';
+import { deviceGuardErrors } from '../mobile/parameters.ts';
 import type { Principal } from '../staff/principal.ts';
 
 /**
@@ -283,7 +284,7 @@ export function registerCaseQueueRoutes(router: Router, app: AppContext, docs: O
         pending_approval: pending,
         approval_request_id: picked.approvalRequestId ?? null,
         messages: [{ level: picked.level, message: picked.message }],
-      }, pending ? 202 : 200);
+      } satisfies z.infer<typeof CASE_ANSWER>, pending ? 202 : 200);
     } catch (error) {
       throw httpErrorOf(error);
     }
@@ -305,10 +306,10 @@ export function registerCaseQueueRoutes(router: Router, app: AppContext, docs: O
       if (!validPk(model, pk)) throw new HttpError(404, `No case with pk ${pk.slice(0, 100)} exists.`, 'not_found');
       const outcome = await takeCase(app.backoffice, principal, pk, { channel: 'mobile' });
       if (outcome.status === 'pending') {
-        respond(ctx, 'Change submitted for approval.', { messages: outcome.messages, pending_approval: true, approval_request_id: outcome.approvalRequestId ?? null, object: null }, 202);
+        respond(ctx, 'Change submitted for approval.', { messages: outcome.messages, pending_approval: true, approval_request_id: outcome.approvalRequestId ?? null, object: null } satisfies z.infer<typeof CASE_ANSWER>, 202);
         return;
       }
-      respond(ctx, 'Case taken.', { messages: outcome.messages, pending_approval: false, approval_request_id: null, object: await caseObject(principal, pk) });
+      respond(ctx, 'Case taken.', { messages: outcome.messages, pending_approval: false, approval_request_id: null, object: await caseObject(principal, pk) } satisfies z.infer<typeof CASE_ANSWER>);
     } catch (error) {
       throw httpErrorOf(error);
     }
@@ -317,30 +318,41 @@ export function registerCaseQueueRoutes(router: Router, app: AppContext, docs: O
   documentCaseQueue(docs);
 }
 
+/** The answer of next/ and take/: the case as the detail endpoint answers it (null while pending or when none waits). */
+const CASE_ANSWER = z.object({
+  messages: MESSAGES,
+  pending_approval: z.boolean(),
+  approval_request_id: z.string().nullable(),
+  object: RECORD_DETAIL.nullable(),
+  pk: z.string().nullable().optional(),
+});
+
+const NEXT_PATH = `${MOBILE_PREFIX}data/engine/watchlist/next/`;
+const TAKE_PATH = `${MOBILE_PREFIX}data/engine/watchlist/{pk}/take/`;
+
 function documentCaseQueue(docs: OpenAPIRegistry): void {
   const common = { tags: ['mobile'], security: [{ bearer: [] }] };
   docs.registerPath({
     method: 'post',
-    path: `${MOBILE_PREFIX}data/engine/watchlist/next/`,
+    path: NEXT_PATH,
     summary: 'Next case: assigns the caller the oldest highest-priority unassigned open case they may change (safe against callers at once) and answers it',
     ...common,
     responses: {
-      200: { description: 'data.object: the case as the detail endpoint answers it, or null with data.pk null when no case is waiting; data.messages' },
-      202: { description: 'A change policy covers cases: the assignment was submitted for approval (data.pk, data.approval_request_id, data.pending_approval)' },
-      ...errorResponses({ 401: 'Token missing, invalid or expired; device revoked', 403: 'No engine.view_watchlist or engine.change_watchlist' }),
+      200: envelopeResponse('data.object: the case as the detail endpoint answers it, or null with data.pk null when no case is waiting; data.messages', CASE_ANSWER),
+      202: envelopeResponse('A change policy covers cases: the assignment was submitted for approval (data.pk, data.approval_request_id, data.pending_approval)', CASE_ANSWER),
+      ...errorResponses(deviceGuardErrors('post', NEXT_PATH), { 403: 'No engine.view_watchlist or engine.change_watchlist' }),
     },
   });
   docs.registerPath({
     method: 'post',
-    path: `${MOBILE_PREFIX}data/engine/watchlist/{pk}/take/`,
+    path: TAKE_PATH,
     summary: 'Take a case: assign it to the caller through the write chain (maker-checker and audit log as an edit)',
     ...common,
     responses: {
-      200: { description: 'data.object: the case as the detail endpoint answers it; data.messages' },
-      202: { description: 'A change policy covers cases: submitted for approval (data.approval_request_id)' },
-      ...errorResponses({
+      200: envelopeResponse('data.object: the case as the detail endpoint answers it; data.messages', CASE_ANSWER),
+      202: envelopeResponse('A change policy covers cases: submitted for approval (data.approval_request_id)', CASE_ANSWER),
+      ...errorResponses(deviceGuardErrors('post', TAKE_PATH), {
         400: 'Validation failed. data.errors.assignee_id code taken (someone else holds the case) or closed',
-        401: 'Token missing, invalid or expired; device revoked',
         403: 'No engine.change_watchlist (or not this case)',
         404: 'No such case visible to the caller',
         409: 'A change to the case is waiting for approval',

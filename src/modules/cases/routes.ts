@@ -5,14 +5,16 @@ import type { AppContext } from '../../context.ts';
 import { respond } from '../../http/envelope.ts';
 import { HttpError } from '../../http/errors.ts';
 import { readJsonObject } from '../../http/json-body.ts';
-import { errorResponses, z } from '../../http/openapi.ts';
+import { anyObject, envelopeResponse, errorResponses, z } from '../../http/openapi.ts';
 import { getRow } from '../backoffice/query.ts';
 import type { BoundModel } from '../backoffice/registry.ts';
 import type { WriteOrigin } from '../backoffice/write.ts';
 import { ObjectNotFound, PermissionDenied, ValidationFailed } from '../backoffice/errors.ts';
 import { MOBILE_PREFIX } from '../mobile/constants.ts';
+import { MESSAGES } from '../mobile/data.ts';
 import { checkForm } from '../../validation/form.ts';
 import { createIdentity, requireDevice, type MobileState } from '../mobile/guard.ts';
+import { deviceGuardErrors } from '../mobile/parameters.ts';
 import type { Principal } from '../staff/principal.ts';
 import {
   approvalBlock,
@@ -138,7 +140,7 @@ export function registerCaseWorkRoutes(router: Router, app: AppContext, docs: Op
       const input = processInput(body.fields, []);
       const outcome = await withStoredAttachments(app, body.files, (attachments) => processRequest(app, principal, ctx.params.pk!, { ...input, attachments }));
       const request = (await app.db('approval_requests').where({ id: ctx.params.pk }).first()) as RequestRow;
-      respond(ctx, outcome.message, { ...outcome, request: await approvalBlock({ db: app.db, site: app.backoffice.site }, principal, request) });
+      respond(ctx, outcome.message, { ...outcome, request: await approvalBlock({ db: app.db, site: app.backoffice.site }, principal, request) } satisfies z.infer<typeof PROCESSED>);
     } catch (error) {
       if (!body) refuseUnreadBody(ctx);
       throw caseWorkError(error);
@@ -158,10 +160,10 @@ export function registerCaseWorkRoutes(router: Router, app: AppContext, docs: Op
       const outcome = await decide(app, model, principal, ctx.params.pk!, body.fields, body.files, { channel: 'mobile' });
       if (outcome.status === 'pending') {
         const message = 'Change submitted for approval.';
-        respond(ctx, message, { messages: [{ level: 'info', message }], pending_approval: true, approval_request: outcome.approvalRequestId }, 202);
+        respond(ctx, message, { messages: [{ level: 'info', message }], pending_approval: true, approval_request: outcome.approvalRequestId } satisfies z.infer<typeof DECISION_PENDING>, 202);
         return;
       }
-      respond(ctx, 'Decision recorded.', { decision: decisionPayload(outcome.decision), target: outcome.target, pending_approval: false }, 201);
+      respond(ctx, 'Decision recorded.', { decision: decisionPayload(outcome.decision), target: outcome.target, pending_approval: false } satisfies z.infer<typeof DECIDED>, 201);
     } catch (error) {
       if (!body) refuseUnreadBody(ctx);
       throw caseWorkError(error);
@@ -192,20 +194,38 @@ export function decisionPayload(row: Record<string, unknown>) {
   };
 }
 
+// The case-work answers, for the OpenAPI document.
+const DECIDED = z.object({
+  decision: anyObject,
+  target: z.object({ model: z.string(), pk: z.string(), decision: z.string().nullable(), score: z.number().nullable() }),
+  pending_approval: z.literal(false),
+});
+const DECISION_PENDING = z.object({ messages: MESSAGES, pending_approval: z.literal(true), approval_request: z.string() });
+const PROCESSED = z.object({
+  status: z.string(),
+  stage: z.number().int(),
+  forwarded_to: z.number().int().nullable(),
+  applied: z.boolean(),
+  message: z.string(),
+  request: anyObject,
+});
+
+const DECISION_PATH = `${MOBILE_PREFIX}data/{app}/{model}/{pk}/decision/`;
+const PROCESS_PATH = `${MOBILE_PREFIX}data/approval/{model}/{pk}/process/`;
+
 function documentCaseWork(docs: OpenAPIRegistry): void {
   docs.registerPath({
     method: 'post',
-    path: `${MOBILE_PREFIX}data/{app}/{model}/{pk}/decision/`,
+    path: DECISION_PATH,
     summary: `Record a compliance decision on an execution log, financial or non-financial event (JSON, or multipart with up to ${MAX_ATTACHMENTS} attachments[]: images, videos, PDF; 25 MB each)`,
     tags: ['mobile'],
     security: [{ bearer: [] }],
     request: { body: { content: { 'application/json': { schema: DECISION_FORM }, 'multipart/form-data': { schema: DECISION_FORM.extend({ 'attachments[]': z.array(z.string()).optional() }) } } } },
     responses: {
-      201: { description: 'Decision written: data.decision, data.target {model, pk, decision, score}' },
-      202: { description: 'An approval policy covers decisions on this model: data.pending_approval, data.approval_request' },
-      ...errorResponses({
+      201: envelopeResponse('Decision written: data.decision, data.target {model, pk, decision, score}', DECIDED),
+      202: envelopeResponse('An approval policy covers decisions on this model: data.pending_approval, data.approval_request', DECISION_PENDING),
+      ...errorResponses(deviceGuardErrors('post', DECISION_PATH), {
         400: 'Validation failed. (data.errors: decision, description, score, document_description); too_many_attachments; file_type_not_allowed; file_empty',
-        401: 'Token missing, invalid or expired; device revoked',
         403: 'No change permission on the target or no engine.add_compliancedecision',
         404: 'Not a decision model, or no such record',
         409: 'The record has a change waiting for approval (data.messages, level error)',
@@ -215,16 +235,15 @@ function documentCaseWork(docs: OpenAPIRegistry): void {
   });
   docs.registerPath({
     method: 'post',
-    path: `${MOBILE_PREFIX}data/approval/{model}/{pk}/process/`,
+    path: PROCESS_PATH,
     summary: 'Approve or reject an approval request (checkers), or withdraw it (its maker); JSON or multipart with attachments[]',
     tags: ['mobile'],
     security: [{ bearer: [] }],
     request: { body: { content: { 'application/json': { schema: PROCESS_FORM } } } },
     responses: {
-      200: { description: 'data.status, data.stage, data.forwarded_to (next stage or null), data.applied, data.request (the approval block)' },
-      ...errorResponses({
+      200: envelopeResponse('data.status, data.stage, data.forwarded_to (next stage or null), data.applied, data.request (the approval block)', PROCESSED),
+      ...errorResponses(deviceGuardErrors('post', PROCESS_PATH), {
         400: 'Validation failed. (data.errors: action, reason; a rejection needs a reason); the applied change no longer validates',
-        401: 'Token missing, invalid or expired; device revoked',
         403: 'The maker signing their own request; not a signer of its policy; withdrawing another maker\'s request',
         404: 'No such approval model or request',
         409: 'Already processed; already signed by this user; replay evidence still being computed',

@@ -1,6 +1,7 @@
 import { Decimal } from 'decimal.js';
 import type { Knex } from 'knex';
 import type { Principal } from '../staff/principal.ts';
+import { z } from '../../http/openapi.ts';
 import { formatTimestamp } from '../../timestamps.ts';
 
 const DAY_MS = 86_400_000;
@@ -78,28 +79,109 @@ export const CARDS: CardSpec[] = [
 ];
 
 /** One card: its value and 7 daily counts in one statement. */
-export async function card(db: Knex, spec: CardSpec, now: Date) {
+// The blocks' shapes, for the OpenAPI document; the functions below build them.
+const TARGET = z.object({ model: z.string(), pk: z.string() });
+export const CARD = z.object({
+  key: z.string(),
+  label: z.string(),
+  value: z.number().int(),
+  change: z.number().int(),
+  change_percent: z.number().nullable(),
+  trend: z.array(z.number().int()),
+  target: z.object({ model: z.string(), filters: z.record(z.string(), z.string()) }),
+});
+export const DECISIONS_BY_DAY = z.object({
+  days: z.array(z.string()),
+  series: z.array(z.object({ decision: z.string(), values: z.array(z.number().int()) })),
+  totals: z.record(z.string(), z.number().int()),
+});
+export const HIGH_VOLUME = z.object({
+  days: z.number().int(),
+  results: z.array(
+    z.object({
+      customer_ref: z.string().nullable(),
+      name: z.string(),
+      decision: z.string().nullable(),
+      currency: z.string(),
+      amount: z.string(),
+      transactions: z.number().int(),
+      target: TARGET.nullable(),
+    }),
+  ),
+});
+export const LOBBY = z.object({
+  waiting: z.number().int(),
+  queue: z.array(
+    z.object({
+      session_id: z.string(),
+      customer_ref: z.string(),
+      status: z.string(),
+      offered_to_you: z.boolean(),
+      enqueued_at: z.string(),
+      waited_seconds: z.number().int(),
+      target: TARGET,
+    }),
+  ),
+  agents: z.object({ available: z.number().int(), in_call: z.number().int() }),
+  you: z.object({ status: z.string(), in_call: z.boolean() }).nullable(),
+});
+const HOURS = z.number();
+export const AGENT_SUMMARY = z.union([
+  z.object({ agent: z.literal(false) }),
+  z.object({
+    agent: z.literal(true),
+    today: z.object({ calls: z.number().int(), on_screen_hours: HOURS, waiting: z.number().int() }),
+    recent: z.array(
+      z.object({
+        session_id: z.string(),
+        customer_ref: z.string(),
+        status: z.string(),
+        taken_at: z.string(),
+        ended_at: z.string().nullable(),
+        duration_seconds: z.number().int(),
+      }),
+    ),
+    kpis: z.object({ calls: z.number().int(), average_call_seconds: z.number().int().nullable(), on_screen_hours: HOURS, days: z.number().int() }),
+    series: z.array(z.object({ day: z.string(), calls: z.number().int(), on_screen_hours: HOURS })),
+    shifts: z.array(z.object({ start: z.string(), end: z.string().nullable() })),
+    availability: z.string(),
+    availability_label: z.string(),
+    in_call: z.boolean(),
+  }),
+]);
+
+/**
+ * The cards, each its value and 7 daily counts, all in one statement: one round trip and one
+ * connection whatever the number of cards (a page that read them side by side took a pool
+ * connection per card, and the dashboard page's other reads queued behind them).
+ */
+export async function cards(db: Knex, specs: readonly CardSpec[], now: Date): Promise<z.infer<typeof CARD>[]> {
+  if (!specs.length) return [];
   const from = startOfDay(now, TREND_DAYS - 1);
-  const result = (await db.raw(
-    `select (select count(*) from ${spec.table} where ${spec.state})::int as value,
-            coalesce((select json_object_agg(d, n) from (
-               select to_char(${spec.since} at time zone 'UTC', 'YYYY-MM-DD') as d, count(*)::int as n
-               from ${spec.table} where ${spec.since} >= ? ${spec.trendWhere ? `and ${spec.trendWhere}` : ''} group by 1) t), '{}') as days`,
-    [from],
-  )) as { rows: { value: number; days: Record<string, number> }[] };
-  const { value, days } = result.rows[0]!;
-  const trend = lastDays(now, TREND_DAYS).map((name) => days[name] ?? 0);
-  const today = trend[TREND_DAYS - 1]!;
-  const yesterday = trend[TREND_DAYS - 2]!;
-  return {
-    key: spec.key,
-    label: spec.label,
-    value,
-    change: today - yesterday,
-    change_percent: yesterday ? Math.round(((today - yesterday) / yesterday) * 1000) / 10 : null,
-    trend,
-    target: { model: spec.model, filters: spec.filters },
-  };
+  const columns = specs.map(
+    (spec, index) =>
+      `(select count(*) from ${spec.table} where ${spec.state})::int as v${index},
+       coalesce((select json_object_agg(d, n) from (
+         select to_char(${spec.since} at time zone 'UTC', 'YYYY-MM-DD') as d, count(*)::int as n
+         from ${spec.table} where ${spec.since} >= ? ${spec.trendWhere ? `and ${spec.trendWhere}` : ''} group by 1) t), '{}') as d${index}`,
+  );
+  const result = (await db.raw(`select ${columns.join(',\n')}`, specs.map(() => from))) as { rows: Record<string, unknown>[] };
+  const row = result.rows[0]!;
+  return specs.map((spec, index) => {
+    const days = row[`d${index}`] as Record<string, number>;
+    const trend = lastDays(now, TREND_DAYS).map((name) => days[name] ?? 0);
+    const today = trend[TREND_DAYS - 1]!;
+    const yesterday = trend[TREND_DAYS - 2]!;
+    return {
+      key: spec.key,
+      label: spec.label,
+      value: row[`v${index}`] as number,
+      change: today - yesterday,
+      change_percent: yesterday ? Math.round(((today - yesterday) / yesterday) * 1000) / 10 : null,
+      trend,
+      target: { model: spec.model, filters: spec.filters },
+    };
+  });
 }
 
 const DECISIONS = ['ACCEPT', 'REVIEW', 'REJECT'] as const;
@@ -170,7 +252,7 @@ async function closedDaysOf(db: Knex, now: Date): Promise<ClosedDays> {
 }
 
 /** Financial events per UTC day over 30 days (today last), by decision (events without one counted as NONE). */
-export async function decisionsByDay(db: Knex, now: Date) {
+export async function decisionsByDay(db: Knex, now: Date): Promise<z.infer<typeof DECISIONS_BY_DAY>> {
   const days = lastDays(now, CHART_DAYS);
   const [closed, todayRows] = await Promise.all([
     closedDaysOf(db, now),
@@ -195,7 +277,7 @@ export async function decisionsByDay(db: Knex, now: Date) {
  * are never added across currencies). `nameCustomers`: whether the viewer may view customers;
  * without it the rows carry the amounts only, never who the customer is.
  */
-export async function highVolumeCustomers(db: Knex, now: Date, nameCustomers: boolean) {
+export async function highVolumeCustomers(db: Knex, now: Date, nameCustomers: boolean): Promise<z.infer<typeof HIGH_VOLUME>> {
   const [closed, todayRows] = await Promise.all([
     closedDaysOf(db, now),
     db.raw(
@@ -238,7 +320,7 @@ export async function highVolumeCustomers(db: Knex, now: Date, nameCustomers: bo
 }
 
 /** The video-call queue as the agent lobby shows it: waiting and offered sessions, oldest first, and who is free. */
-export async function lobby(db: Knex, principal: Principal, now: Date) {
+export async function lobby(db: Knex, principal: Principal, now: Date): Promise<z.infer<typeof LOBBY>> {
   const [queue, agents, you] = await Promise.all([
     db('video_call_queue').whereIn('status', ['waiting', 'offered']).orderBy([{ column: 'enqueued_at' }, { column: 'id' }]).limit(200).select('session_id', 'customer_ref', 'status', 'offered_to', 'enqueued_at') as Promise<
       { session_id: string; customer_ref: string; status: string; offered_to: string | null; enqueued_at: Date }[]
@@ -275,7 +357,7 @@ const AVAILABILITY_LABELS: Record<string, string> = { AVAILABLE: 'Available', AW
  */
 export async function agentSummary(db: Knex, principal: Principal, now: Date) {
   const agent = principal.agent;
-  if (!agent) return { agent: false };
+  if (!agent) return { agent: false as const };
   const userId = principal.user.id;
   const from = startOfDay(now, SERIES_DAYS - 1);
   const todayStart = startOfDay(now, 0);
@@ -312,7 +394,7 @@ export async function agentSummary(db: Knex, principal: Principal, now: Date) {
   }
   if (open) shifts.push({ start: formatTimestamp(open), end: null });
   return {
-    agent: true,
+    agent: true as const,
     today: {
       calls: today.length,
       on_screen_hours: Math.round((today.reduce((sum, call) => sum + seconds(call), 0) / 3600) * 100) / 100,

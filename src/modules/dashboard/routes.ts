@@ -10,8 +10,11 @@ import { acceptOnly, documentRoutes } from '../mobile/parameters.ts';
 import { createIdentity, type MobileState } from '../mobile/guard.ts';
 import type { Principal } from '../staff/principal.ts';
 import { mayName } from '../backoffice/access.ts';
-import { agentSummary, card, CARDS, decisionsByDay, highVolumeCustomers, lobby } from './blocks.ts';
-import { endCall, offerCalls, SESSION_MODEL, takeCall } from '../videocall/queue.ts';
+import { envelopeResponse, z } from '../../http/openapi.ts';
+import { AGENT_SUMMARY, agentSummary, CARD, cards, CARDS, DECISIONS_BY_DAY, decisionsByDay, HIGH_VOLUME, highVolumeCustomers, LOBBY, lobby } from './blocks.ts';
+import { SESSION_MODEL } from '../videocall/queue.ts';
+import { checkRecording, endAndTell, MAX_RECORDING_BYTES, requestSnapshot, storeRecording, takeAndJoin } from '../videocall/agent.ts';
+import { discardReceived, readMultipart, refuseUnreadBody } from '../../http/multipart.ts';
 
 /** The model whose view permission each block needs (403 without it). */
 const BLOCK_MODELS = {
@@ -49,7 +52,7 @@ export function registerDashboardRoutes(router: Router, app: AppContext, authent
     const visible = CARDS.filter((spec) => mayView(principal, spec.model));
     if (!visible.length) throw new ForbiddenError('You do not have permission to see any dashboard card.', 'permission_denied');
     const at = now();
-    respond(ctx, 'Dashboard cards.', { cards: await Promise.all(visible.map((spec) => card(app.db, spec, at))) });
+    respond(ctx, 'Dashboard cards.', { cards: await cards(app.db, visible, at) });
   });
 
   router.get(path('dashboard/decisions-by-day/'), authenticated, async (ctx) => {
@@ -72,15 +75,44 @@ export function registerDashboardRoutes(router: Router, app: AppContext, authent
 
   router.post(path('dashboard/lobby/:session/take/'), authenticated, async (ctx) => {
     requireBlock(ctx, BLOCK_MODELS.lobby, 'lobby');
-    await takeCall(app.db, principalOf(ctx).user.id, sessionParameter(ctx));
-    respond(ctx, 'Call taken.', await lobby(app.db, principalOf(ctx), now()));
+    const taken = await takeAndJoin(app, principalOf(ctx).user.id, sessionParameter(ctx));
+    respond(ctx, 'Call taken.', { ...(await lobby(app.db, principalOf(ctx), now())), ...taken });
+  });
+
+  router.post(path('dashboard/lobby/:session/snapshot/'), authenticated, async (ctx) => {
+    requireBlock(ctx, BLOCK_MODELS.lobby, 'lobby');
+    respond(ctx, 'Snapshot requested.', await requestSnapshot(app, principalOf(ctx).user.id, sessionParameter(ctx)));
+  });
+
+  router.post(path('dashboard/lobby/:session/recording/'), authenticated, async (ctx) => {
+    requireBlock(ctx, BLOCK_MODELS.lobby, 'lobby');
+    const session = sessionParameter(ctx);
+    if (!ctx.is('multipart/form-data')) throw new HttpError(415, 'Send the recording as multipart/form-data with the field "file".', 'content_type_invalid');
+    try {
+      // A refused agent uploads nothing.
+      await checkRecording(app, principalOf(ctx).user.id, session);
+    } catch (error) {
+      refuseUnreadBody(ctx);
+      throw error;
+    }
+    const { files } = await readMultipart(ctx, {
+      temporaryDirectory: app.files.temporaryDirectory(),
+      fileFields: ['file'],
+      maxFiles: 1,
+      maxFileBytes: MAX_RECORDING_BYTES,
+      tooLargeMessage: `The recording is larger than ${MAX_RECORDING_BYTES / (1024 * 1024)} MB.`,
+      limits: { files: 2, fields: 5, fieldSize: 1024, parts: 10 },
+    });
+    try {
+      respond(ctx, 'Recording stored.', await storeRecording(app, principalOf(ctx).user.id, session, files[0] ?? null));
+    } finally {
+      await discardReceived(files);
+    }
   });
 
   router.post(path('dashboard/lobby/:session/end/'), authenticated, async (ctx) => {
     requireBlock(ctx, BLOCK_MODELS.lobby, 'lobby');
-    await endCall(app.db, principalOf(ctx).user.id, sessionParameter(ctx));
-    // The agent is free again: the next waiting call may be offered to them.
-    await offerCalls(app.db);
+    await endAndTell(app, principalOf(ctx).user.id, sessionParameter(ctx));
     respond(ctx, 'Call ended.', await lobby(app.db, principalOf(ctx), now()));
   });
 
@@ -92,18 +124,21 @@ export function registerDashboardRoutes(router: Router, app: AppContext, authent
   };
   router.get(path('dashboard/agent-summary/'), withoutHeartbeat, async (ctx) => {
     acceptOnly(ctx, []);
-    respond(ctx, 'Agent summary.', await agentSummary(app.db, principalOf(ctx), now()));
+    respond(ctx, 'Agent summary.', (await agentSummary(app.db, principalOf(ctx), now())) satisfies z.infer<typeof AGENT_SUMMARY>);
   });
 
+  const unknownParameter = { 400: 'Unknown parameter (these take none)' };
   documentRoutes(docs, path, [
-    ['get', 'dashboard/widgets/', 'Cards (value, change today vs yesterday, 7-day trend) the user may see', null, { 403: 'No card visible to this user' }],
-    ['get', 'dashboard/decisions-by-day/', 'Financial events per day over 30 days, by decision', null, { 403: 'No view permission on financial events' }],
-    ['get', 'dashboard/high-volume-customers/', 'Top customers by 30-day amount (per currency)', null, { 403: 'No view permission on financial events' }],
-    ['get', 'dashboard/lobby/', 'The video-call queue', null, { 403: 'No view permission on verification sessions' }],
-    ['post', 'dashboard/lobby/{session}/take/', 'Take a waiting (or offered) call: the agent is then in call', null, {
+    ['get', 'dashboard/widgets/', 'Cards (value, change today vs yesterday, 7-day trend) the user may see', null, { 200: envelopeResponse('The cards', z.object({ cards: z.array(CARD) })) }, { 403: 'No card visible to this user', ...unknownParameter }],
+    ['get', 'dashboard/decisions-by-day/', 'Financial events per day over 30 days, by decision', null, { 200: envelopeResponse('The chart', DECISIONS_BY_DAY) }, { 403: 'No view permission on financial events', ...unknownParameter }],
+    ['get', 'dashboard/high-volume-customers/', 'Top customers by 30-day amount (per currency)', null, { 200: envelopeResponse('The customers', HIGH_VOLUME) }, { 403: 'No view permission on financial events', ...unknownParameter }],
+    ['get', 'dashboard/lobby/', 'The video-call queue', null, { 200: envelopeResponse('The lobby', LOBBY) }, { 403: 'No view permission on verification sessions', ...unknownParameter }],
+    ['post', 'dashboard/lobby/{session}/take/', 'Take a waiting (or offered) call: the agent is then in call', null, { 200: envelopeResponse('Taken: the lobby', LOBBY) }, {
       403: 'Not an agent, or no view permission on verification sessions', 404: 'Session not in the queue', 409: 'Already in a call, or the call is no longer waiting',
     }],
-    ['post', 'dashboard/lobby/{session}/end/', 'End your call', null, { 409: 'You are not in a call for this session' }],
-    ['get', 'dashboard/agent-summary/', 'The agent summary ({agent: false} for a non-agent); writes no last-seen stamp', null, {}],
+    ['post', 'dashboard/lobby/{session}/end/', 'End your call', null, { 200: envelopeResponse('Ended: the lobby', LOBBY) }, {
+      403: 'No view permission on verification sessions', 404: 'No such session in the video-call queue', 409: 'You are not in a call for this session',
+    }],
+    ['get', 'dashboard/agent-summary/', 'The agent summary ({agent: false} for a non-agent); writes no last-seen stamp', null, { 200: envelopeResponse('The summary', AGENT_SUMMARY) }, unknownParameter],
   ]);
 }

@@ -4,7 +4,7 @@ import { scopedQuery } from '../backoffice/query.ts';
 import type { AdminSite, IndexPanel } from '../backoffice/site.ts';
 import { formatTimestamp } from '../../timestamps.ts';
 import type { Principal } from '../staff/principal.ts';
-import { agentSummary, card, CARDS, CHART_DAYS, decisionsByDay, highVolumeCustomers, lobby } from './blocks.ts';
+import { agentSummary, cards, CARDS, CHART_DAYS, decisionsByDay, highVolumeCustomers, lobby } from './blocks.ts';
 
 /**
  * The dashboard at the top of the web admin's index (issue 37): the viewer's own work (cases
@@ -36,61 +36,63 @@ function startOfUtcDay(now: Date): string {
   return `${now.toISOString().slice(0, 10)}T00:00:00Z`;
 }
 
-async function countOf(query: Knex.QueryBuilder): Promise<number> {
-  const [row] = (await query.count('* as count')) as { count: string }[];
-  return Number(row?.count ?? 0);
+/** One of the viewer's own counts: what its link lists, counted by the list's own scoped query. */
+interface OwnCount {
+  key: string;
+  label: string;
+  href: string;
+  query: Knex.QueryBuilder;
 }
 
-/** The viewer's own counts: their open cases, the unassigned open ones, and the requests they may sign. */
-function ownCounts(db: Knex, site: AdminSite, principal: Principal, now: Date): Promise<Count | null>[] {
-  const cases = site.models.get('engine.watchlist');
-  const alerts = site.models.get('engine.alert');
-  const sessions = site.models.get('document.documentverificationsession');
-  const pending = site.models.get('approval.pendingapprovalrequest');
-  const counts: Promise<Count | null>[] = [];
-  if (cases && site.can(principal, cases, 'view')) {
-    counts.push(
-      // Each count is exactly what its link lists (the list's filters, not a condition of its own).
-      countOf(scopedQuery(db, cases, principal).where('t.assignee_id', principal.user.id)).then((value) => ({
-        key: 'my_cases',
-        label: 'Cases assigned to me',
-        value,
-        href: listUrl(cases.key, { assignee_id__assigned: 'me' }),
-      })),
-      countOf(scopedQuery(db, cases, principal).whereNull('t.assignee_id').where('t.status', 'open')).then((value) => ({
-        key: 'unassigned_cases',
-        label: 'Unassigned open cases',
-        value,
-        href: listUrl(cases.key, { assignee_id__assigned: 'none', status__exact: 'open' }),
-      })),
-    );
-  }
-  if (alerts && site.can(principal, alerts, 'view')) {
-    const today = startOfUtcDay(now);
-    counts.push(
-      countOf(scopedQuery(db, alerts, principal).where('t.created_at', '>=', today)).then((value) => ({
-        key: 'alerts_today',
-        label: 'Alerts raised today (UTC)',
-        value,
-        href: listUrl(alerts.key, { created_at__range__gte: today }),
-      })),
-    );
-  }
-  if (sessions && site.can(principal, sessions, 'view')) {
-    counts.push(
-      countOf(scopedQuery(db, sessions, principal).where({ 't.status': 'open', 't.requires_video_call': true })).then((value) => ({
-        key: 'sessions_for_call',
-        label: 'KYC sessions waiting for a call',
-        value,
-        href: listUrl(sessions.key, { status__exact: 'open', requires_video_call__exact: 'true' }),
-      })),
-    );
-  }
-  if (pending && site.can(principal, pending, 'view')) {
+/**
+ * The viewer's own counts (their open cases, the unassigned open ones, alerts today, KYC sessions
+ * waiting for a call, the requests they may sign), each only for a viewer of its model, all read
+ * in one statement (each a scalar subquery), so the page holds one connection for them.
+ */
+async function ownCounts(db: Knex, site: AdminSite, principal: Principal, now: Date): Promise<Count[]> {
+  const may = (key: string) => {
+    const model = site.models.get(key);
+    return model && site.can(principal, model, 'view') ? model : undefined;
+  };
+  const cases = may('engine.watchlist');
+  const alerts = may('engine.alert');
+  const sessions = may('document.documentverificationsession');
+  const pending = may('approval.pendingapprovalrequest');
+  const today = startOfUtcDay(now);
+  // Each count is exactly what its link lists (the list's filters, not a condition of its own).
+  const counts: OwnCount[] = [
+    ...(cases
+      ? [
+          { key: 'my_cases', label: 'Cases assigned to me', href: listUrl(cases.key, { assignee_id__assigned: 'me' }), query: scopedQuery(db, cases, principal).where('t.assignee_id', principal.user.id) },
+          {
+            key: 'unassigned_cases',
+            label: 'Unassigned open cases',
+            href: listUrl(cases.key, { assignee_id__assigned: 'none', status__exact: 'open' }),
+            query: scopedQuery(db, cases, principal).whereNull('t.assignee_id').where('t.status', 'open'),
+          },
+        ]
+      : []),
+    ...(alerts
+      ? [{ key: 'alerts_today', label: 'Alerts raised today (UTC)', href: listUrl(alerts.key, { created_at__range__gte: today }), query: scopedQuery(db, alerts, principal).where('t.created_at', '>=', today) }]
+      : []),
+    ...(sessions
+      ? [
+          {
+            key: 'sessions_for_call',
+            label: 'KYC sessions waiting for a call',
+            href: listUrl(sessions.key, { status__exact: 'open', requires_video_call__exact: 'true' }),
+            query: scopedQuery(db, sessions, principal).where({ 't.status': 'open', 't.requires_video_call': true }),
+          },
+        ]
+      : []),
     // The proxy's scope is the requests this viewer may act on.
-    counts.push(countOf(scopedQuery(db, pending, principal)).then((value) => ({ key: 'my_signatures', label: 'Waiting for my signature', value, href: listUrl(pending.key, {}) })));
-  }
-  return counts;
+    ...(pending ? [{ key: 'my_signatures', label: 'Waiting for my signature', href: listUrl(pending.key, {}), query: scopedQuery(db, pending, principal) }] : []),
+  ];
+  if (!counts.length) return [];
+  const row = (await db
+    .select(Object.fromEntries(counts.map((count) => [count.key, db.raw('(?)', [count.query.clone().clearSelect().count('*')])])))
+    .first()) as Record<string, string | number>;
+  return counts.map(({ key, label, href }) => ({ key, label, href, value: Number(row[key]) }));
 }
 
 function Cards({ counts }: { counts: Count[] }) {
@@ -269,26 +271,26 @@ export const dashboardPanel: IndexPanel = async ({ db, site, principal, now }) =
     const model = site.models.get(key);
     return model !== undefined && site.can(principal, model, 'view');
   };
-  const cards = CARDS.filter((spec) => may(spec.model)).map((spec) =>
-    card(db, spec, now).then((shown): Count => ({ key: shown.key, label: shown.label, value: shown.value, trend: shown.trend, href: listUrl(spec.model, spec.filters) })),
-  );
+  const visibleCards = CARDS.filter((spec) => may(spec.model));
   // The blocks need what the mobile dashboard's need: financial events, verification sessions, an agent.
   const events = may('transaction.financialevent');
   const sessions = site.models.get('document.documentverificationsession');
   const [counts, decisions, volumes, queue, summary] = await Promise.all([
-    Promise.all([...ownCounts(db, site, principal, now), ...cards]),
+    Promise.all([
+      ownCounts(db, site, principal, now),
+      cards(db, visibleCards, now).then((shown) => shown.map((card, index): Count => ({ key: card.key, label: card.label, value: card.value, trend: card.trend, href: listUrl(visibleCards[index]!.model, visibleCards[index]!.filters) }))),
+    ]).then(([own, shownCards]) => [...own, ...shownCards]),
     events ? decisionsByDay(db, now) : null,
     events ? highVolumeCustomers(db, now, mayName(site, principal, 'customer.customer')) : null,
     sessions && may(sessions.key) ? lobby(db, principal, now) : null,
     principal.agent ? agentSummary(db, principal, now) : null,
   ]);
-  const shown = counts.filter((count): count is Count => count !== null);
-  if (!shown.length && !decisions && !queue && !summary) return null;
+  if (!counts.length && !decisions && !queue && !summary) return null;
   return (
     <div class="index-dashboard">
       <section class="module" aria-labelledby="index-dashboard-title">
         <h2 id="index-dashboard-title">Dashboard</h2>
-        <Cards counts={shown} />
+        <Cards counts={counts} />
         <p class="help">Figures as of {formatTimestamp(now)} UTC.</p>
       </section>
       <div class="dashboard-blocks">

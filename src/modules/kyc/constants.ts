@@ -32,6 +32,12 @@ export const CLOSING_STATUS_VALUES = ['completed', 'reported', 'ended'] as const
 export type ClosingStatus = (typeof CLOSING_STATUS_VALUES)[number];
 
 export const SESSION_TOKEN_TTL_SECONDS = 24 * 3600;
+/**
+ * How long a selfie waits for a document with a portrait to compare it with: as long as the
+ * endpoint token it was uploaded with lives at most. Then it gets a fail result (reason
+ * reference_timeout); a document that comes later belongs with a new selfie.
+ */
+export const SELFIE_WAIT_SECONDS = SESSION_TOKEN_TTL_SECONDS;
 /** Agent tokens cover one call. */
 export const AGENT_TOKEN_TTL_SECONDS = 12 * 3600;
 
@@ -42,6 +48,8 @@ export const RESULT_TYPES: Partial<Record<ArtifactType, string>> = {
   passport_mrz_page: 'mrz_verification_result',
   nfc_raw: 'nfc_raw_result',
   selfie: 'face_verification_result',
+  // the spec lists no type of its own for a call's snapshot: its face is compared as a selfie's
+  snapshot: 'face_verification_result',
   liveness_video: 'liveness_result',
   recording: 'recording_result',
 };

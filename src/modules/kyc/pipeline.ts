@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { AppContext } from '../../context.ts';
 import type { ResultMessage } from '../../realtime/documents.ts';
 import { RESULT_TYPES, type ArtifactType } from './constants.ts';
-import { markArtifactSucceeded, type SessionRow } from './sessions.ts';
+import { markArtifactSucceeded, queueUnansweredSelfies, type SessionRow } from './sessions.ts';
 import type { ArtifactRow, Outcome, VerifyInput } from './verifiers/common.ts';
 import { VERIFIERS } from './verifiers/index.ts';
 import { REFERENCE_SOURCES } from './verifiers/selfie.ts';
@@ -15,10 +15,13 @@ async function verify(app: AppContext, input: VerifyInput): Promise<Outcome | 'd
 
 /**
  * The verify-artifact job: runs the verifier, stores exactly one result per artifact together
- * with the session's progress, and then emits it. A retried job whose result is already stored
- * does nothing; on the last attempt a failing verifier becomes a fail result instead of a lost job.
- * A selfie without a reference portrait yet stores nothing and is queued again by the result of
- * the document that brings one. `now` decides whether a document has expired.
+ * with the session's progress, and publishes it to the session's websocket clients in the same
+ * transaction (it goes out at commit). A retried job whose result is already stored does nothing;
+ * on the last attempt a failing verifier becomes a fail result instead of a lost job. A selfie
+ * without a reference portrait yet stores nothing and is queued again by the result of the
+ * document that brings one, by the session's closing, or by its wait running out
+ * (verifiers/selfie.ts). `now` decides whether a document has expired and whether a selfie's
+ * wait has run out.
  */
 export async function verifyArtifact(app: AppContext, artifactId: string, finalAttempt: boolean, now = new Date()): Promise<void> {
   const artifact = (await app.db('verification_artifacts').where({ id: artifactId }).first()) as ArtifactRow | undefined;
@@ -30,7 +33,7 @@ export async function verifyArtifact(app: AppContext, artifactId: string, finalA
 
   let outcome: Outcome;
   try {
-    const verified = await verify(app, { artifact, session, today: now.toISOString().slice(0, 10), finalAttempt });
+    const verified = await verify(app, { artifact, session, now, today: now.toISOString().slice(0, 10), finalAttempt });
     // A selfie waiting for its document: no result yet; the document's result queues it again.
     if (verified === 'deferred') return;
     outcome = verified;
@@ -41,7 +44,7 @@ export async function verifyArtifact(app: AppContext, artifactId: string, finalA
   }
 
   const correlationId = randomUUID();
-  const stored = await app.db.transaction(async (trx) => {
+  await app.db.transaction(async (trx) => {
     const inserted = await trx('verification_results')
       .insert({
         id: randomUUID(),
@@ -57,28 +60,19 @@ export async function verifyArtifact(app: AppContext, artifactId: string, finalA
       .onConflict('artifact_id')
       .ignore()
       .returning('id');
-    if (inserted.length === 0) return false;
+    if (inserted.length === 0) return;
     if (outcome.derivedArtifact) await trx('verification_artifacts').insert(outcome.derivedArtifact);
     if (outcome.code === 'success') await markArtifactSucceeded(trx, session.id, artifact.artifact_type);
     if (outcome.mrzData) await trx('verification_sessions').where({ id: session.id }).update({ mrz_data: JSON.stringify(outcome.mrzData) });
-    if (REFERENCE_SOURCES.includes(artifact.artifact_type)) {
-      // Selfies that were waiting for a reference portrait are verified now.
-      const waiting = (await trx('verification_artifacts as a')
-        .leftJoin('verification_results as r', 'r.artifact_id', 'a.id')
-        .where({ 'a.session_id': session.id, 'a.artifact_type': 'selfie' })
-        .whereNull('r.id')
-        .pluck('a.id')) as string[];
-      for (const selfieId of waiting) await app.jobs.enqueueVerification(trx, selfieId);
-    }
-    return true;
+    // Selfies that were waiting for a reference portrait are verified now.
+    if (REFERENCE_SOURCES.includes(artifact.artifact_type)) await queueUnansweredSelfies(app, trx, session.id);
+    const message: ResultMessage = {
+      event: 'broadcast',
+      client_id: session.created_by.replace(/^merchant:/, ''),
+      timestamp: Date.now(),
+      correlation_id: correlationId,
+      data: { to: session.id, delivery: 'websocket', type, result: { code: outcome.code, data: outcome.data, message: outcome.message } },
+    };
+    await app.documents.sendToSession(session.id, message, trx);
   });
-  if (!stored) return;
-  const message: ResultMessage = {
-    event: 'broadcast',
-    client_id: session.created_by.replace(/^merchant:/, ''),
-    timestamp: Date.now(),
-    correlation_id: correlationId,
-    data: { to: session.id, delivery: 'websocket', type, result: { code: outcome.code, data: outcome.data, message: outcome.message } },
-  };
-  app.documents.emit(message);
 }

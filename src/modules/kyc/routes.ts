@@ -4,9 +4,11 @@ import type { AppContext } from '../../context.ts';
 import { requireMerchant } from '../merchant/bearer.ts';
 import { respond } from '../../http/envelope.ts';
 import { readJsonObject } from '../../http/json-body.ts';
-import { envelopeOf, errorResponses, z } from '../../http/openapi.ts';
+import { envelopeOf, errorResponses, jsonResponse, z } from '../../http/openapi.ts';
 import type { RequestState } from '../../http/state.ts';
+import { DOCUMENTS_PATH } from '../../realtime/documents.ts';
 import { validateBody } from '../../validation/request.ts';
+import { createHttpsDetector } from '../backoffice/web/security.ts';
 import { CLOSING_STATUS_VALUES } from './constants.ts';
 import { verifyKycToken } from './errors.ts';
 import { receiveUpload } from './multipart.ts';
@@ -41,9 +43,14 @@ const sessionSchema = z
   })
   .openapi('VerificationSession');
 
-const uploadResponse = z
-  .object({ status: z.literal('success'), message: z.string(), path: z.string(), artifact_id: z.string(), artifact_type: z.string() })
-  .openapi('UploadResponse');
+// The spec's own shapes for the upload and end-session answers, not the envelope.
+const snapshotResponse = z
+  .object({ status: z.literal('success'), message: z.string(), path: z.string(), artifact_id: z.string() })
+  .openapi('SnapshotResponse');
+const uploadResponse = snapshotResponse.extend({ artifact_type: z.string() }).openapi('UploadResponse');
+const endSessionResponse = z
+  .object({ status: z.literal(true), message: z.string(), session_id: z.string(), session_status: z.string() })
+  .openapi('EndKycSessionResponse');
 
 const endSessionRequest = z
   .object({
@@ -68,22 +75,25 @@ const KYC_ERRORS = {
 };
 
 export function registerKycRoutes(router: Router, app: AppContext, docs: OpenAPIRegistry): void {
+  const isHttps = createHttpsDetector(app.config.trustedProxies);
   router.post('/api/document/create-session/', requireMerchant(app), async (ctx) => {
     const body = validateBody(createSessionRequest, await readJsonObject(ctx, app.config.bodyLimitBytes));
     const session = await createSession(app, body, { type: 'merchant', id: (ctx.state as RequestState).credential!.id });
-    respond(ctx, session.attempt_no > 1 ? 'The open session was returned.' : 'Session opened.', { session });
+    // Beside the spec's session object: the documents socket, by the scheme and host the request came with.
+    const websocketUrl = `${isHttps(ctx) ? 'wss' : 'ws'}://${ctx.host}${DOCUMENTS_PATH}`;
+    respond(ctx, session.attempt_no > 1 ? 'The open session was returned.' : 'Session opened.', { session, websocket_url: websocketUrl });
   });
 
   router.post('/api/document/upload_document/', async (ctx) => {
     const upload = await receiveUpload(ctx, MAX_UPLOAD_BYTES, app.files.temporaryDirectory());
     const stored = await storeUpload(app, upload, null);
-    ctx.body = { status: 'success', message: 'Document received; its verification result follows on the websocket.', ...stored };
+    ctx.body = { status: 'success', message: 'Document received; its verification result follows on the websocket.', ...stored } satisfies z.infer<typeof uploadResponse>;
   });
 
   router.post('/api/document/take_snapshot/', async (ctx) => {
     const upload = await receiveUpload(ctx, MAX_UPLOAD_BYTES, app.files.temporaryDirectory());
     const { artifact_id, path } = await storeUpload(app, upload, 'snapshot');
-    ctx.body = { status: 'success', message: 'Snapshot received.', path, artifact_id };
+    ctx.body = { status: 'success', message: 'Snapshot received.', path, artifact_id } satisfies z.infer<typeof snapshotResponse>;
   });
 
   router.post('/api/document/end-kyc-session/', async (ctx) => {
@@ -93,7 +103,7 @@ export function registerKycRoutes(router: Router, app: AppContext, docs: OpenAPI
     const { status, checklist } = validateBody(endSessionRequest, body, END_SESSION_REASONS);
     const agent = typeof claims.agent === 'string' ? claims.agent : 'agent';
     const session = await closeSession(app, sessionId, status, checklist, agent);
-    ctx.body = { status: true, message: `Session ${session.status}.`, session_id: session.id, session_status: session.status };
+    ctx.body = { status: true, message: `Session ${session.status}.`, session_id: session.id, session_status: session.status } satisfies z.infer<typeof endSessionResponse>;
   });
 
   docs.registerPath({
@@ -107,9 +117,9 @@ export function registerKycRoutes(router: Router, app: AppContext, docs: OpenAPI
       ...errorResponses({ 400: 'Unknown or inactive verification flow: <code>, or a missing customer_ref', 401: 'Invalid Bearer token' }),
     },
   });
-  for (const [path, summary] of [
-    ['/api/document/upload_document/', 'Upload a document (multipart: token, artifact_type, snapshot file, extra_data)'],
-    ['/api/document/take_snapshot/', 'Upload a frame captured during the call (multipart: token, snapshot image)'],
+  for (const [path, summary, answer] of [
+    ['/api/document/upload_document/', 'Upload a document (multipart: token, artifact_type, snapshot file, extra_data)', uploadResponse],
+    ['/api/document/take_snapshot/', 'Upload a frame captured during the call (multipart: token, snapshot image)', snapshotResponse],
   ] as const) {
     docs.registerPath({
       method: 'post',
@@ -129,7 +139,7 @@ export function registerKycRoutes(router: Router, app: AppContext, docs: OpenAPI
           },
         },
       },
-      responses: { 200: { description: 'Stored', content: { 'application/json': { schema: uploadResponse } } }, ...errorResponses(KYC_ERRORS) },
+      responses: { 200: jsonResponse('Stored (the spec\'s shape, not the envelope)', answer), ...errorResponses(KYC_ERRORS) },
     });
   }
   docs.registerPath({
@@ -146,7 +156,7 @@ export function registerKycRoutes(router: Router, app: AppContext, docs: OpenAPI
       },
     },
     responses: {
-      200: { description: 'Closed (or already closed)' },
+      200: jsonResponse('Closed (or already closed); the spec\'s shape, not the envelope', endSessionResponse),
       ...errorResponses({ 400: 'status_invalid, checklist_invalid', 401: 'token_missing, token_invalid, token_expired', 403: 'token_wrong_audience (a session token)', 404: 'session_not_found' }),
     },
   });

@@ -144,6 +144,20 @@ export async function markArtifactSucceeded(db: Knex | Knex.Transaction, session
   );
 }
 
+/**
+ * Queues a verification of every selfie of the session that has no result yet: the ones waiting
+ * for a reference portrait get compared, or answered with a fail when there will be none
+ * (verifiers/selfie.ts). A selfie already queued is verified once all the same (one result per artifact).
+ */
+export async function queueUnansweredSelfies(app: AppContext, trx: Knex.Transaction, sessionId: string): Promise<void> {
+  const unanswered = (await trx('verification_artifacts as a')
+    .leftJoin('verification_results as r', 'r.artifact_id', 'a.id')
+    .where({ 'a.session_id': sessionId, 'a.artifact_type': 'selfie' })
+    .whereNull('r.id')
+    .pluck('a.id')) as string[];
+  for (const selfieId of unanswered) await app.jobs.enqueueVerification(trx, selfieId);
+}
+
 export async function findSession(db: Knex | Knex.Transaction, id: string): Promise<SessionRow | undefined> {
   return db('verification_sessions').where({ id }).first();
 }
@@ -151,7 +165,8 @@ export async function findSession(db: Knex | Knex.Transaction, id: string): Prom
 /**
  * end-kyc-session: closes an open session with the agent's checklist. Closing a closed session
  * changes nothing and is not an error. A flow with a notify URL gets its result notification
- * queued in the same transaction.
+ * queued in the same transaction, and so do the verifications of selfies still without a result:
+ * one waiting for a document gets its fail now (verifiers/selfie.ts).
  */
 export async function closeSession(
   app: AppContext,
@@ -170,6 +185,7 @@ export async function closeSession(
       .returning('*');
     await recordAudit(trx, { type: 'staff', id: agent }, 'session.close', 'verification_session', sessionId, { status, session_status: CLOSING_STATUSES.get(status)!, checklist });
     await app.jobs.notifyFlow(trx, sessionId);
+    await queueUnansweredSelfies(app, trx, sessionId);
     return closed as SessionRow;
   });
 }

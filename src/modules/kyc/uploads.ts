@@ -2,9 +2,10 @@ import { randomUUID } from 'node:crypto';
 import { fileTypeFromBuffer } from 'file-type';
 import type { AppContext } from '../../context.ts';
 import { describeProblem, storableProblem } from '../../validation/storable.ts';
-import { isArtifactType, type ArtifactType } from './constants.ts';
+import { isArtifactType, SELFIE_WAIT_SECONDS, type ArtifactType } from './constants.ts';
 import { KycError, verifyKycToken } from './errors.ts';
 import { discard, type ReceivedUpload } from './multipart.ts';
+import type { ReceivedFile } from '../../http/multipart.ts';
 import { findSession, markArtifactSucceeded } from './sessions.ts';
 import { VERIFIERS } from './verifiers/index.ts';
 
@@ -38,7 +39,7 @@ function parseExtraData(text: string | undefined): unknown {
  * Judges the file by its bytes: images and videos for every type but nfc_raw, whose chip data is
  * JSON or binary TLV and is checked by the NFC parser in the pipeline.
  */
-async function contentType(artifactType: ArtifactType, head: Buffer): Promise<string> {
+export async function contentType(artifactType: ArtifactType, head: Buffer): Promise<string> {
   if (artifactType === 'nfc_raw') return head[0] === 0x7b ? 'application/json' : 'application/octet-stream';
   const detected = await fileTypeFromBuffer(head);
   if (!detected || !(detected.mime.startsWith('image/') || detected.mime.startsWith('video/'))) {
@@ -51,6 +52,41 @@ async function contentType(artifactType: ArtifactType, head: Buffer): Promise<st
     throw new KycError(415, 'file_type_not_allowed', `A ${artifactType} must be a video; the content of this file is ${detected.mime}.`);
   }
   return detected.mime;
+}
+
+/**
+ * Stores a received file as an artifact of the session: the file held until its artifact row and
+ * verification job (or, for a type without a verifier, its success) commit together. The caller
+ * has checked the session, the type and the content (`mime`); the temporary file is the caller's.
+ */
+export async function storeArtifact(app: AppContext, sessionId: string, artifactType: ArtifactType, file: ReceivedFile, mime: string, extraData: unknown = null): Promise<StoredArtifact> {
+  // Held until the artifact row commits: a failed write takes the file it added away again.
+  const held = await app.files.hold(file.temporaryPath, file.sha256);
+  const key = held.key;
+  const artifactId = randomUUID();
+  let committed = false;
+  try {
+    await app.db.transaction(async (trx) => {
+      await trx('verification_artifacts').insert({
+        id: artifactId,
+        session_id: sessionId,
+        artifact_type: artifactType,
+        content_type: mime,
+        size: file.size,
+        sha256: file.sha256,
+        path: key,
+        extra_data: extraData === null ? null : JSON.stringify(extraData),
+      });
+      if (VERIFIERS.has(artifactType)) await app.jobs.enqueueVerification(trx, artifactId);
+      else await markArtifactSucceeded(trx, sessionId, artifactType);
+      // A selfie may wait for its document: this later look ends the wait (verifiers/selfie.ts).
+      if (artifactType === 'selfie') await app.jobs.enqueueVerification(trx, artifactId, SELFIE_WAIT_SECONDS);
+    });
+    committed = true;
+  } finally {
+    await held.settle(committed);
+  }
+  return { artifact_id: artifactId, artifact_type: artifactType, path: key };
 }
 
 /**
@@ -72,32 +108,7 @@ export async function storeUpload(app: AppContext, upload: ReceivedUpload, fixed
     if (file.size === 0) throw new KycError(400, 'file_empty', 'The file is empty.');
     const mime = await contentType(requestedType, file.head);
 
-    const extraData = parseExtraData(upload.fields.extra_data);
-    // Held until the artifact row commits: a failed write takes the file it added away again.
-    const held = await app.files.hold(file.temporaryPath, file.sha256);
-    const key = held.key;
-    const artifactId = randomUUID();
-    let committed = false;
-    try {
-      await app.db.transaction(async (trx) => {
-        await trx('verification_artifacts').insert({
-          id: artifactId,
-          session_id: session.id,
-          artifact_type: requestedType,
-          content_type: mime,
-          size: file.size,
-          sha256: file.sha256,
-          path: key,
-          extra_data: extraData === null ? null : JSON.stringify(extraData),
-        });
-        if (VERIFIERS.has(requestedType)) await app.jobs.enqueueVerification(trx, artifactId);
-        else await markArtifactSucceeded(trx, session.id, requestedType);
-      });
-      committed = true;
-    } finally {
-      await held.settle(committed);
-    }
-    return { artifact_id: artifactId, artifact_type: requestedType, path: key };
+    return await storeArtifact(app, session.id, requestedType, file, mime, parseExtraData(upload.fields.extra_data));
   } catch (error) {
     await discard(upload.file);
     throw error;

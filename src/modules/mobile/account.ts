@@ -13,8 +13,8 @@ import { USER_MODEL, WEBSOCKET_PATH } from './constants.ts';
 import { formatTimestamp } from '../../timestamps.ts';
 import type { MobileDevice } from './devices.ts';
 import { pushIdentity as providerIdentity } from '../push/service.ts';
-import { offerCalls, withdrawOffers } from '../videocall/queue.ts';
 import type { Identity, MobileCaller } from './identity.ts';
+import { setAgentAvailability } from '../videocall/agent.ts';
 
 /** The account menu's forms: the languages and zones of the web's user form, nothing else. */
 export const PREFERENCES_FORM = z.object({
@@ -29,8 +29,54 @@ export const AVAILABILITY_FORM = z.object({ available: z.boolean() });
 const PASSWORD = z.string().max(4096).optional();
 export const PASSWORD_FORM = z.object({ old_password: PASSWORD, new_password1: PASSWORD, new_password2: PASSWORD });
 
+// The answers' shapes, for the OpenAPI document; the functions below build them.
+const PAIRING_USER = z.object({
+  id: z.string(),
+  username: z.string(),
+  full_name: z.string(),
+  email: z.string(),
+  is_superuser: z.boolean(),
+  timezone: z.string(),
+  language: z.string(),
+  mobile: z.string(),
+  profile_target: z.object({ model: z.string(), pk: z.string() }),
+  agent_dashboard: z.boolean(),
+});
+export const SESSION_USER = PAIRING_USER.extend({
+  date_format: z.string(),
+  time_format: z.string(),
+  show_today: z.boolean(),
+  has_usable_password: z.boolean(),
+  video_call: z.object({ status: z.string(), in_call: z.boolean(), status_changed_at: z.string().nullable() }).nullable(),
+}).openapi('MobileSessionUser');
+export const PUSH_IDENTITY = z.object({ provider: z.string(), app_id: z.string() }).nullable();
+const DEVICE = z.object({ id: z.string(), name: z.string(), platform: z.string() });
+export const SESSION_INFO = z.object({
+  user: SESSION_USER,
+  datetime_timezone: z.literal('UTC'),
+  websocket_url: z.string().nullable(),
+  push: PUSH_IDENTITY,
+  groups: z.array(z.string()),
+  permissions: z.array(z.string()),
+  unread_notifications: z.number().int(),
+  device: DEVICE,
+  devices: z.array(DEVICE.extend({ last_seen_at: z.string().nullable(), current: z.boolean() })),
+});
+export const TOKENS = z.object({
+  access_token: z.string(),
+  refresh_token: z.string(),
+  token_type: z.literal('Bearer'),
+  expires_in: z.number().int(),
+  device_id: z.string(),
+  websocket_url: z.string().nullable(),
+  push: PUSH_IDENTITY,
+});
+export const PAIRING = TOKENS.extend({ user: PAIRING_USER });
+const CHOICE = z.object({ value: z.string(), label: z.string() });
+export const PREFERENCES = z.object({ language: z.string(), timezone: z.string(), languages: z.array(CHOICE).readonly(), timezones: z.array(z.string()).readonly() });
+
 /** The user as the pairing answer carries it. */
-export function pairingUser(principal: Principal) {
+export function pairingUser(principal: Principal): z.infer<typeof PAIRING_USER> {
   const { user } = principal;
   return {
     id: user.id,
@@ -47,7 +93,7 @@ export function pairingUser(principal: Principal) {
 }
 
 /** The user as me/ and every account-menu write carry it: the pairing fields plus the web preferences and the agent state. */
-export function sessionUser(principal: Principal) {
+export function sessionUser(principal: Principal): z.infer<typeof SESSION_USER> {
   const { user, agent } = principal;
   return {
     ...pairingUser(principal),
@@ -66,7 +112,7 @@ export function websocketUrl(config: Config): string | null {
 }
 
 /** The push service the app should register with ({provider, app_id}), or null without push (src/modules/push). */
-export function pushIdentity(config: Config): { provider: string; app_id: string } | null {
+export function pushIdentity(config: Config): z.infer<typeof PUSH_IDENTITY> {
   return providerIdentity(config);
 }
 
@@ -107,7 +153,7 @@ function byRecentUse(a: ListedDevice, b: ListedDevice): number {
 }
 
 /** GET me/: the session info of the spec, from a caller authenticated with sessionReads. */
-export function sessionInfo(config: Config, site: AdminSite, caller: MobileCaller & { extra: SessionReads }) {
+export function sessionInfo(config: Config, site: AdminSite, caller: MobileCaller & { extra: SessionReads }): z.infer<typeof SESSION_INFO> {
   const { principal, device } = caller;
   // The caller's own device as the checks left it: a heartbeat they wrote is newer than the statement's read.
   const devices: ListedDevice[] = caller.extra.devices
@@ -132,7 +178,7 @@ export function sessionInfo(config: Config, site: AdminSite, caller: MobileCalle
 }
 
 /** GET me/preferences/: the current choices and every valid one. */
-export function preferences(principal: Principal) {
+export function preferences(principal: Principal): z.infer<typeof PREFERENCES> {
   return {
     language: principal.user.language,
     timezone: principal.user.timezone,
@@ -171,23 +217,7 @@ export async function setVideoCallAvailability(identity: Identity, caller: Mobil
   const userId = caller.principal.user.id;
   if (!caller.principal.isAgent) throw new HttpError(403, 'You are not a video-call agent.', 'not_an_agent');
   const { available } = validateForm(AVAILABILITY_FORM, body);
-  const status = available ? AVAILABLE : AWAY;
-  const updated = await identity.db.transaction(async (trx) => {
-    const rows = await trx('staff_video_agents')
-      .where({ user_id: userId, in_call: false })
-      .update({ status, status_changed_at: identity.now() })
-      .returning('user_id');
-    if (rows.length) await recordAudit(trx, { type: 'staff', id: userId }, 'video_agent.availability', 'staff_user', userId, { status });
-    if (rows.length && status === AWAY) await withdrawOffers(trx, userId);
-    return rows.length > 0;
-  });
-  if (!updated) {
-    const agent = await identity.db('staff_video_agents').where({ user_id: userId }).first('user_id');
-    if (!agent) throw new HttpError(403, 'You are not a video-call agent.', 'not_an_agent');
-    throw new HttpError(409, 'A call is in progress: availability cannot change until it ends.', 'call_in_progress');
-  }
-  // A newly available agent may take the oldest waiting call at once.
-  if (status === AVAILABLE) await offerCalls(identity.db);
+  await setAgentAvailability(identity, userId, available, identity.now());
   return reload(identity, userId);
 }
 

@@ -6,7 +6,7 @@ import type { AppContext } from '../../context.ts';
 import { respond } from '../../http/envelope.ts';
 import { ForbiddenError, HttpError, MethodNotAllowedError } from '../../http/errors.ts';
 import { readJsonObject } from '../../http/json-body.ts';
-import { z } from '../../http/openapi.ts';
+import { anyObject, envelopeResponse, z } from '../../http/openapi.ts';
 import { canObject, httpErrorOf, objectPerms } from '../backoffice/access.ts';
 import { relationOptions } from '../backoffice/autocomplete.ts';
 import {
@@ -19,6 +19,7 @@ import {
   MAX_PAGE_SIZE,
   QueryError,
   validPk,
+  type AutocompletePage,
 } from '../backoffice/query.ts';
 import { detailBlocks } from '../backoffice/site.ts';
 import type { AdminSite } from '../backoffice/site.ts';
@@ -95,7 +96,33 @@ function parseExtraFields(model: BoundModel, value: string | undefined): string[
   return names;
 }
 
-export async function listPage(ctx: Context, site: AdminSite, db: Knex, principal: Principal, model: BoundModel) {
+// The data endpoints' answers for the OpenAPI document: the keys the service fixes are typed, the
+// cells and fields, which depend on the model, are any JSON.
+const LIST_PAGE = z.object({
+  timezone: z.literal('UTC'),
+  results: z.array(
+    z.object({
+      pk: z.string(),
+      repr: z.string(),
+      cells: z.record(z.string(), z.union([z.string(), z.boolean(), z.null()])),
+      tones: z.record(z.string(), z.string()),
+      related_model: z.string().nullable().optional(),
+      related_pk: z.string().nullable().optional(),
+      fields: anyObject.optional(),
+    }),
+  ),
+  pagination: z.object({ page: z.number().int(), page_size: z.number().int(), total: z.number().int(), pages: z.number().int(), total_is_estimate: z.boolean() }),
+  applied: z.object({ query: z.string(), filters: z.record(z.string(), z.string()), ordering: z.string() }),
+  columns: z.array(z.string()),
+});
+
+const AUTOCOMPLETE_PAGE: z.ZodType<AutocompletePage> = z.object({
+  results: z.array(z.object({ value: z.string(), text: z.string() })),
+  more: z.boolean(),
+  page: z.number().int(),
+});
+
+export async function listPage(ctx: Context, site: AdminSite, db: Knex, principal: Principal, model: BoundModel): Promise<z.infer<typeof LIST_PAGE>> {
   const accepted = filterParameters(model);
   for (const name of Object.keys(ctx.query)) {
     if (!LIST_PARAMETERS.includes(name) && !accepted.has(name)) throw invalidParameter(name, `Unknown parameter: ${name.slice(0, 100)}.`);
@@ -195,7 +222,20 @@ async function relatedReprs(site: AdminSite, db: Knex, principal: Principal, mod
   return new Map(found);
 }
 
-export async function recordDetail(site: AdminSite, db: Knex, principal: Principal, model: BoundModel, stored: Row, includeInlines: boolean) {
+/** A record's detail; the modules' blocks (data_context, mark, approval...) sit beside these keys. */
+export const RECORD_DETAIL = z
+  .object({
+    pk: z.string(),
+    repr: z.string(),
+    timezone: z.literal('UTC'),
+    status_field: z.string().nullable(),
+    fields: z.record(z.string(), anyObject),
+    perms: anyObject,
+    inlines: z.array(anyObject).optional(),
+  })
+  .catchall(z.unknown());
+
+export async function recordDetail(site: AdminSite, db: Knex, principal: Principal, model: BoundModel, stored: Row, includeInlines: boolean): Promise<z.infer<typeof RECORD_DETAIL>> {
   const pk = String(stored[model.pk]);
   const [relations, joined, blocks, inlines] = await Promise.all([
     loadRelations(db, model, pk),
@@ -206,7 +246,7 @@ export async function recordDetail(site: AdminSite, db: Knex, principal: Princip
   const row = { ...stored, ...relations };
   const perms = objectPerms(site, principal, model, row);
   const reprs = await relatedReprs(site, db, principal, model, row);
-  const fields: Record<string, unknown> = {};
+  const fields: Record<string, Record<string, unknown>> = {};
   for (const field of model.formFields) {
     if (field.declaration.hidden) continue;
     const value = row[field.name];
@@ -245,7 +285,7 @@ export async function recordDetail(site: AdminSite, db: Knex, principal: Princip
   for (const [name, value] of Object.entries(joined)) {
     fields[name] = { type: 'display', label: nameLabel(model, name), kind: 'text', display: displayText(model, name, value, row), editable: false };
   }
-  const detail: Record<string, unknown> = {
+  const detail: z.infer<typeof RECORD_DETAIL> = {
     pk,
     repr: model.repr(row),
     timezone: 'UTC',
@@ -275,8 +315,19 @@ export async function recordDetail(site: AdminSite, db: Knex, principal: Princip
   return detail;
 }
 
+export const MESSAGES = z.array(z.object({ level: z.string(), message: z.string() }));
+const SAVED_OBJECT = z.object({ pk: z.string(), repr: z.string(), fields: anyObject });
+/** A write's answer: 200 or 201 with the saved object (none for a delete), 202 when submitted for approval. */
+const WRITE_ANSWER = z.object({
+  messages: MESSAGES,
+  pending_approval: z.boolean(),
+  approval_request_id: z.string().nullable().optional(),
+  warnings: z.array(z.string()),
+  object: SAVED_OBJECT.optional(),
+});
+
 /** The saved record as a write answers it: pk, repr and the raw values of its visible form fields. */
-async function savedObject(db: Knex, model: BoundModel, row: Row) {
+async function savedObject(db: Knex, model: BoundModel, row: Row): Promise<z.infer<typeof SAVED_OBJECT>> {
   const pk = String(row[model.pk]);
   const full = { ...row, ...(await loadRelations(db, model, pk)) };
   return {
@@ -295,10 +346,10 @@ async function answerWrite(ctx: Context, db: Knex, model: BoundModel, outcome: W
       pending_approval: true,
       approval_request_id: outcome.approvalRequestId ?? null,
       warnings: outcome.warnings,
-    }, 202);
+    } satisfies z.infer<typeof WRITE_ANSWER>, 202);
     return;
   }
-  const data: Record<string, unknown> = { messages: outcome.messages, pending_approval: false, warnings: outcome.warnings };
+  const data: z.infer<typeof WRITE_ANSWER> = { messages: outcome.messages, pending_approval: false, warnings: outcome.warnings };
   if (outcome.status !== 'deleted' && outcome.row) data.object = await savedObject(db, model, outcome.row);
   respond(ctx, WRITE_MESSAGES[outcome.status], data, outcome.status === 'created' ? 201 : 200);
 }
@@ -320,8 +371,18 @@ function actionBody(body: Record<string, unknown>): { pks: string[]; fields: unk
 
 const REFUSAL_STATUS: Readonly<Record<string, number>> = { validation_failed: 400, permission_denied: 403, not_found: 404, pending_approval: 409 };
 
+const ACTION_RESULT = z.object({
+  pk: z.string(),
+  repr: z.string(),
+  status: z.enum(['updated', 'pending', 'refused']),
+  reason: z.string().nullable(),
+  message: z.string().nullable(),
+  errors: anyObject.nullable(),
+  approval_request_id: z.string().nullable(),
+});
+
 /** Each record's outcome of a bulk change, as the spec's JSON names them. */
-function actionResults(outcomes: RecordOutcome[]) {
+function actionResults(outcomes: RecordOutcome[]): z.infer<typeof ACTION_RESULT>[] {
   return outcomes.map((outcome) => ({
     pk: outcome.pk,
     repr: outcome.repr,
@@ -332,6 +393,18 @@ function actionResults(outcomes: RecordOutcome[]) {
     approval_request_id: outcome.approvalRequestId ?? null,
   }));
 }
+
+/** An action's answer: a bulk change's per-record results, a list-level action's record, or just its messages. */
+const ACTION_ANSWER = z.object({
+  level: z.string(),
+  messages: MESSAGES,
+  results: z.array(ACTION_RESULT).nullable().optional(),
+  counts: z.object({ updated: z.number().int(), pending: z.number().int(), refused: z.number().int() }).optional(),
+  pending_approval: z.boolean().optional(),
+  pk: z.string().nullable().optional(),
+  object: RECORD_DETAIL.nullable().optional(),
+  approval_request_id: z.string().nullable().optional(),
+});
 
 /**
  * The answer of an action. A bulk change answers 200 when any record was written or submitted
@@ -350,7 +423,7 @@ async function answerAction(ctx: Context, site: AdminSite, db: Knex, principal: 
       const reason = reasons.length === 1 && REFUSAL_STATUS[reasons[0]!] ? reasons[0]! : 'action_refused';
       throw new HttpError(REFUSAL_STATUS[reason] ?? 400, result.message, reason, { messages, results, counts });
     }
-    respond(ctx, result.message, { level: result.level, messages, results, counts, pending_approval: counts.pending > 0 });
+    respond(ctx, result.message, { level: result.level, messages, results, counts, pending_approval: counts.pending > 0 } satisfies z.infer<typeof ACTION_ANSWER>);
     return;
   }
   if (result.pk !== undefined) {
@@ -363,10 +436,10 @@ async function answerAction(ctx: Context, site: AdminSite, db: Knex, principal: 
       object: row ? await recordDetail(site, db, principal, model, row, false) : null,
       pending_approval: pending,
       approval_request_id: result.approvalRequestId ?? null,
-    }, pending ? 202 : 200);
+    } satisfies z.infer<typeof ACTION_ANSWER>, pending ? 202 : 200);
     return;
   }
-  respond(ctx, result.message, { level: result.level, messages, results: null });
+  respond(ctx, result.message, { level: result.level, messages, results: null } satisfies z.infer<typeof ACTION_ANSWER>);
 }
 
 /** The autocomplete endpoint only reads (a detail path whose pk is "autocomplete" is that endpoint too). */
@@ -459,22 +532,29 @@ export function registerDataRoutes(router: Router, app: AppContext, authenticate
     await answerWrite(ctx, app.db, model, outcome);
   });
 
-  const form = z.record(z.string(), z.unknown());
-  const ACTION_BODY = z.object({ pks: z.array(z.string()).max(MAX_ACTION_RECORDS).optional(), fields: z.record(z.string(), z.unknown()).optional() });
+  const ACTION_BODY = z.object({ pks: z.array(z.string()).max(MAX_ACTION_RECORDS).optional(), fields: anyObject.optional() });
   const writeErrors = { 400: 'Malformed JSON or Validation failed. (data.errors, data.warnings)', 403: 'Forbidden as on the web', 404: 'Model or record not found', 409: 'A change is already pending approval for this record' };
+  const pending = envelopeResponse('An approval policy covers the change: submitted for approval (data.approval_request_id)', WRITE_ANSWER);
   documentRoutes(docs, path, [
-    ['get', 'data/{app}/{model}/', 'Paginated list: p, q, o, page_size (max 200), fields and the schema\'s filter parameters', null, {
+    ['get', 'data/{app}/{model}/', 'Paginated list: p, q, o, page_size (max 200), fields and the schema\'s filter parameters', null, { 200: envelopeResponse('One page', LIST_PAGE) }, {
       400: 'Unknown parameter (named in data.parameter) or bad value', 403: 'No view permission', 404: 'Model not registered',
     }],
-    ['post', 'data/{app}/{model}/', 'Create through the write chain (201; 202 when submitted for approval)', form, writeErrors],
+    ['post', 'data/{app}/{model}/', 'Create through the write chain (201; 202 when submitted for approval)', anyObject, { 201: envelopeResponse('Created: data.object', WRITE_ANSWER), 202: pending }, writeErrors],
     ['get', 'data/{app}/{model}/autocomplete/', 'Options of a relation field: field (required), q, p; 20 a page', null, {
+      200: envelopeResponse('One page of options', AUTOCOMPLETE_PAGE),
+    }, {
       400: 'field missing or not a relation field; unknown parameter', 403: 'No permission on the model or no view permission on the target', 404: 'Model not registered',
     }],
-    ['get', 'data/{app}/{model}/{pk}/', 'Detail; include_inlines=1 adds the inline blocks', null, { 400: 'Unknown parameter', 403: 'No view permission', 404: 'Model or record not found' }],
-    ['patch', 'data/{app}/{model}/{pk}/', 'Partial update: only the sent fields change', form, writeErrors],
-    ['put', 'data/{app}/{model}/{pk}/', 'Full update', form, writeErrors],
-    ['delete', 'data/{app}/{model}/{pk}/', 'Delete', null, { 403: 'Forbidden as on the web', 404: 'Model or record not found', 409: 'Pending approval' }],
+    ['get', 'data/{app}/{model}/{pk}/', 'Detail; include_inlines=1 adds the inline blocks', null, { 200: envelopeResponse('The record', RECORD_DETAIL) }, { 400: 'Unknown parameter', 403: 'No view permission', 404: 'Model or record not found' }],
+    ['patch', 'data/{app}/{model}/{pk}/', 'Partial update: only the sent fields change', anyObject, { 200: envelopeResponse('Updated: data.object', WRITE_ANSWER), 202: pending }, writeErrors],
+    ['put', 'data/{app}/{model}/{pk}/', 'Full update', anyObject, { 200: envelopeResponse('Updated: data.object', WRITE_ANSWER), 202: pending }, writeErrors],
+    ['delete', 'data/{app}/{model}/{pk}/', 'Delete', null, { 200: envelopeResponse('Deleted', WRITE_ANSWER), 202: pending }, {
+      400: 'Validation failed. (data.errors: the registration refuses the delete, e.g. the last active superuser)', 403: 'Forbidden as on the web', 404: 'Model or record not found', 409: 'Pending approval',
+    }],
     ['post', 'data/{app}/{model}/actions/{action}/', 'Run a bulk action of the schema: pks (chosen records; none for one that needs no selection) and fields (a bulk change\'s values, described in the schema\'s actions[].fields). A bulk change writes each record through the write chain on its own: data.results has each one\'s status (updated, pending, refused with reason and errors), data.counts; a list-level action answers data.pk and data.object (202 when submitted for approval)', ACTION_BODY, {
+      200: envelopeResponse('Ran: data.results and data.counts for a bulk change, data.pk and data.object for a list-level action', ACTION_ANSWER),
+      202: envelopeResponse('A list-level action submitted for approval (data.approval_request_id)', ACTION_ANSWER),
+    }, {
       400: 'Malformed body; the action\'s fields refused before any write (data.errors); every record refused for different reasons (action_refused, data.results)',
       403: 'No view permission, not allowed to run the action, or every record refused for permission',
       404: 'Model not registered or no such action; every chosen record not found',

@@ -43,6 +43,11 @@ const DEVICE_HOUSEKEEPING: readonly RegExp[] = [
   /^\/api\/mobile\/notifications\/(read-all|[^/]+\/read)\/$/,
 ];
 
+/** Whether a read-only device (paired with a review ticket) is refused this request (the OpenAPI document says so too). */
+export function refusedOnReadOnlyDevice(method: string, path: string): boolean {
+  return !READS.has(method.toUpperCase()) && !DEVICE_HOUSEKEEPING.some((pattern) => pattern.test(path));
+}
+
 /**
  * Guards a mobile endpoint: the Bearer token, its device and its user are checked (401 otherwise).
  * A device paired with a review ticket is read-only: every request but a read (GET) and the
@@ -54,7 +59,7 @@ export function requireDevice(identity: Identity) {
   return async (ctx: Context, next: Next) => {
     const caller = await authenticateCaller(identity, ctx.get('authorization'));
     (ctx.state as MobileState).mobile = caller;
-    if (caller.device.read_only && !READS.has(ctx.method) && !DEVICE_HOUSEKEEPING.some((pattern) => pattern.test(ctx.path))) {
+    if (caller.device.read_only && refusedOnReadOnlyDevice(ctx.method, ctx.path)) {
       throw new ForbiddenError(READ_ONLY_DEVICE, 'read_only_device');
     }
     try {

@@ -4,6 +4,7 @@ import type { Context, Middleware } from 'koa';
 import type { AppContext } from '../../context.ts';
 import { respond } from '../../http/envelope.ts';
 import { HttpError } from '../../http/errors.ts';
+import { envelopeResponse, z } from '../../http/openapi.ts';
 import { formatTimestamp } from '../../timestamps.ts';
 import { acceptOnly, documentRoutes, invalidParameter, positiveInteger, singleParameter } from './parameters.ts';
 import { unreadNotifications } from './account.ts';
@@ -25,7 +26,27 @@ interface NotificationRow {
   created_at: Date;
 }
 
-function present(row: NotificationRow) {
+// The answers' shapes, for the OpenAPI document.
+const NOTIFICATION = z.object({
+  id: z.string(),
+  kind: z.string(),
+  title: z.string(),
+  body: z.string(),
+  target: z.object({ model: z.string(), pk: z.string() }).nullable(),
+  read: z.boolean(),
+  created_at: z.string(),
+});
+const NOTIFICATION_PAGE = z.object({
+  timezone: z.literal('UTC'),
+  results: z.array(NOTIFICATION),
+  pagination: z.object({ page: z.number().int(), page_size: z.number().int(), total: z.number().int(), pages: z.number().int() }),
+  unread_count: z.number().int(),
+});
+const UNREAD = z.object({ unread_count: z.number().int() });
+const MARKED = z.object({ marked: z.number().int(), unread_count: z.literal(0) });
+const MARKED_ONE = z.object({ notification: NOTIFICATION, unread_count: z.number().int() });
+
+function present(row: NotificationRow): z.infer<typeof NOTIFICATION> {
   return {
     id: String(row.id),
     kind: row.kind,
@@ -68,18 +89,18 @@ export function registerNotificationRoutes(router: Router, app: AppContext, auth
       results: rows.map(present),
       pagination: { page, page_size: pageSize, total: count, pages: Math.max(1, Math.ceil(count / pageSize)) },
       unread_count: unreadCount,
-    });
+    } satisfies z.infer<typeof NOTIFICATION_PAGE>);
   });
 
   router.get(path('notifications/unread-count/'), authenticated, async (ctx) => {
     acceptOnly(ctx, []);
     const count = await unreadNotifications(app.db, userOf(ctx));
-    respond(ctx, `${count} unread.`, { unread_count: count });
+    respond(ctx, `${count} unread.`, { unread_count: count } satisfies z.infer<typeof UNREAD>);
   });
 
   router.post(path('notifications/read-all/'), authenticated, async (ctx) => {
     const marked = await app.db('notifications').where({ user_id: userOf(ctx), read: false }).update({ read: true });
-    respond(ctx, `${marked} notification(s) marked read.`, { marked, unread_count: 0 });
+    respond(ctx, `${marked} notification(s) marked read.`, { marked, unread_count: 0 } satisfies z.infer<typeof MARKED>);
   });
 
   router.post(path('notifications/:id/read/'), authenticated, async (ctx) => {
@@ -90,13 +111,13 @@ export function registerNotificationRoutes(router: Router, app: AppContext, auth
       ? ((await app.db('notifications').where({ id, user_id: userId }).update({ read: true }).returning(['id', 'kind', 'title', 'body', 'target_model', 'target_pk', 'read', 'created_at'])) as NotificationRow[])
       : [];
     if (!found.length) throw new HttpError(404, 'Notification not found.', 'not_found');
-    respond(ctx, 'Marked read.', { notification: present(found[0]!), unread_count: await unreadNotifications(app.db, userId) });
+    respond(ctx, 'Marked read.', { notification: present(found[0]!), unread_count: await unreadNotifications(app.db, userId) } satisfies z.infer<typeof MARKED_ONE>);
   });
 
   documentRoutes(docs, path, [
-    ['get', 'notifications/', 'Your notifications, newest first (page, page_size up to 100, unread=1, kind); with unread_count', null, { 400: 'Bad page, page_size, unread or kind' }],
-    ['get', 'notifications/unread-count/', 'The bell counter (equals unread_notifications in me/)', null, {}],
-    ['post', 'notifications/{id}/read/', 'Mark one notification read', null, { 404: 'No such notification of yours' }],
-    ['post', 'notifications/read-all/', 'Mark all your notifications read', null, {}],
+    ['get', 'notifications/', 'Your notifications, newest first (page, page_size up to 100, unread=1, kind); with unread_count', null, { 200: envelopeResponse('One page', NOTIFICATION_PAGE) }, { 400: 'Bad page, page_size, unread or kind' }],
+    ['get', 'notifications/unread-count/', 'The bell counter (equals unread_notifications in me/)', null, { 200: envelopeResponse('The counter', UNREAD) }, { 400: 'Unknown parameter (it takes none)' }],
+    ['post', 'notifications/{id}/read/', 'Mark one notification read', null, { 200: envelopeResponse('Marked', MARKED_ONE) }, { 404: 'No such notification of yours' }],
+    ['post', 'notifications/read-all/', 'Mark all your notifications read', null, { 200: envelopeResponse('Marked', MARKED) }, {}],
   ]);
 }

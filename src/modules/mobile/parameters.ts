@@ -1,7 +1,8 @@
-import type { OpenAPIRegistry } from '@asteasolutions/zod-to-openapi';
+import type { OpenAPIRegistry, ResponseConfig } from '@asteasolutions/zod-to-openapi';
 import type { Context } from 'koa';
 import { BadRequestError } from '../../http/errors.ts';
 import { errorResponses, type z } from '../../http/openapi.ts';
+import { refusedOnReadOnlyDevice } from './guard.ts';
 
 /**
  * Query parameters of the schema and data endpoints: each given at most once, none unknown, so a
@@ -40,11 +41,25 @@ export function positiveInteger(ctx: Context, name: string, fallback: number, ma
   return Number(value);
 }
 
-type Documented = [method: 'get' | 'post' | 'patch' | 'put' | 'delete', relative: string, summary: string, body: z.ZodType | null, errors: Record<number, string>];
+/** What the device guard (requireDevice) answers on a mobile endpoint, for its entry in the OpenAPI document. */
+export function deviceGuardErrors(method: string, path: string): Record<number, string> {
+  const errors: Record<number, string> = { 401: 'Token missing, invalid or expired; device revoked; account inactive' };
+  if (refusedOnReadOnlyDevice(method, path)) errors[403] = 'A device paired with a review ticket is read-only (read_only_device)';
+  return errors;
+}
 
-/** Bearer endpoints of the schema and data layers in the OpenAPI document. */
+type Documented = [
+  method: 'get' | 'post' | 'patch' | 'put' | 'delete',
+  relative: string,
+  summary: string,
+  body: z.ZodType | null,
+  answers: Record<number, ResponseConfig>,
+  errors: Record<number, string>,
+];
+
+/** Bearer endpoints of the mobile API in the OpenAPI document: their answers, and the errors every one of them can give. */
 export function documentRoutes(docs: OpenAPIRegistry, path: (relative: string) => string, routes: Documented[]): void {
-  for (const [method, relative, summary, body, errors] of routes) {
+  for (const [method, relative, summary, body, answers, errors] of routes) {
     docs.registerPath({
       method,
       path: path(relative),
@@ -53,8 +68,8 @@ export function documentRoutes(docs: OpenAPIRegistry, path: (relative: string) =
       security: [{ bearer: [] }],
       ...(body ? { request: { body: { content: { 'application/json': { schema: body } } } } } : {}),
       responses: {
-        200: { description: 'Success, in the envelope' },
-        ...errorResponses({ 401: 'Token missing, invalid or expired; device revoked; account inactive', 405: 'Method not supported', ...errors }),
+        ...answers,
+        ...errorResponses(deviceGuardErrors(method, path(relative)), { 405: 'Method not supported' }, errors),
       },
     });
   }

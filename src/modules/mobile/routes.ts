@@ -4,26 +4,32 @@ import type { Context } from 'koa';
 import type { AppContext } from '../../context.ts';
 import { respond } from '../../http/envelope.ts';
 import { readJsonObject } from '../../http/json-body.ts';
-import { errorResponses, z } from '../../http/openapi.ts';
+import { envelopeResponse, errorResponses, z } from '../../http/openapi.ts';
 import { validateForm, validationFailed } from '../../validation/form.ts';
 import {
   AVAILABILITY_FORM,
   changeOwnPassword,
+  PAIRING,
   pairingUser,
   PASSWORD_FORM,
   preferences,
+  PREFERENCES,
   PREFERENCES_FORM,
   pushIdentity,
+  SESSION_INFO,
+  SESSION_USER,
   sessionInfo,
   sessionReads,
   type SessionReads,
   sessionUser,
   setVideoCallAvailability,
+  TOKENS,
   updatePreferences,
   websocketUrl,
 } from './account.ts';
 import { IDENTITY_BODY_LIMIT_BYTES, MOBILE_PREFIX, PLATFORMS } from './constants.ts';
 import { createIdentity, requireDevice, type MobileState } from './guard.ts';
+import { deviceGuardErrors } from './parameters.ts';
 import { authenticateCaller, logoutDevice, pairDevice, refreshDevice, type MobileCaller } from './identity.ts';
 
 const PAIRING_FORM = z.object({
@@ -73,13 +79,13 @@ export function registerMobileRoutes(router: Router, app: AppContext, docs: Open
       websocket_url: websocketUrl(app.config),
       push: pushIdentity(app.config),
       user: pairingUser(principal),
-    });
+    } satisfies z.infer<typeof PAIRING>);
   });
 
   router.post(path('auth/refresh/'), async (ctx) => {
     const form = validateForm(REFRESH_FORM, await body(ctx));
     const tokens = await refreshDevice(identity, form.device_id, form.refresh_token);
-    respond(ctx, 'Tokens refreshed.', { ...tokens, websocket_url: websocketUrl(app.config), push: pushIdentity(app.config) });
+    respond(ctx, 'Tokens refreshed.', { ...tokens, websocket_url: websocketUrl(app.config), push: pushIdentity(app.config) } satisfies z.infer<typeof TOKENS>);
   });
 
   router.post(path('auth/logout/'), authenticated, async (ctx) => {
@@ -119,36 +125,38 @@ export function registerMobileRoutes(router: Router, app: AppContext, docs: Open
 
 function documentIdentityRoutes(docs: OpenAPIRegistry, path: (relative: string) => string): void {
   const json = (schema: z.ZodType) => ({ body: { content: { 'application/json': { schema } } } });
-  const ok = (description: string) => ({ 200: { description } });
-  const bearerErrors = { 401: 'Token missing, invalid or expired; device revoked; account inactive' };
-  const endpoints: [method: 'get' | 'post' | 'patch', relative: string, summary: string, request: z.ZodType | null, errors: Record<number, string>][] = [
-    ['post', 'auth/qr/', 'Pair a device with a login or review ticket', PAIRING_FORM, {
+  const endpoints: [method: 'get' | 'post' | 'patch', relative: string, summary: string, request: z.ZodType | null, answer: z.ZodType, errors: Record<number, string>][] = [
+    ['post', 'auth/qr/', 'Pair a device with a login or review ticket', PAIRING_FORM, PAIRING, {
       400: 'Malformed JSON or invalid fields (data.errors)',
       401: 'QR ticket is invalid, expired or already used.',
       403: 'User account is not eligible for mobile access',
     }],
-    ['post', 'auth/refresh/', 'Rotate the refresh token and get a new access token', REFRESH_FORM, {
+    ['post', 'auth/refresh/', 'Rotate the refresh token and get a new access token', REFRESH_FORM, TOKENS, {
       400: 'Malformed JSON or invalid fields (data.errors)',
       401: 'Refresh token invalid, expired or already rotated (reuse revokes the device)',
     }],
-    ['post', 'auth/logout/', 'Revoke this device', null, bearerErrors],
-    ['get', 'me/', 'Session info', null, bearerErrors],
-    ['get', 'me/preferences/', 'Language and timezone with their valid choices', null, bearerErrors],
-    ['patch', 'me/preferences/', 'Change language or timezone', PREFERENCES_FORM, { ...bearerErrors, 400: 'Invalid choice (data.errors)' }],
-    ['post', 'me/video-call-availability/', 'Set video-call availability', AVAILABILITY_FORM, {
-      ...bearerErrors, 400: 'available missing or not a boolean', 403: 'Not a video-call agent', 409: 'A call is in progress',
+    ['post', 'auth/logout/', 'Revoke this device', null, z.object({}), {}],
+    ['get', 'me/', 'Session info', null, SESSION_INFO, {}],
+    ['get', 'me/preferences/', 'Language and timezone with their valid choices', null, PREFERENCES, {}],
+    ['patch', 'me/preferences/', 'Change language or timezone', PREFERENCES_FORM, SESSION_USER, { 400: 'Invalid choice (data.errors)' }],
+    ['post', 'me/video-call-availability/', 'Set video-call availability', AVAILABILITY_FORM, SESSION_USER, {
+      400: 'available missing or not a boolean', 403: 'Not a video-call agent', 409: 'A call is in progress',
     }],
-    ['post', 'me/password/', 'Change the password (web sessions end, this device stays)', PASSWORD_FORM, { ...bearerErrors, 400: 'Validation failed. (data.errors)' }],
+    ['post', 'me/password/', 'Change the password (web sessions end, this device stays)', PASSWORD_FORM, SESSION_USER, {
+      400: 'Validation failed. (data.errors)', 429: 'Too many wrong old passwords (rate_limited, data.retry_after)',
+    }],
   ];
-  for (const [method, relative, summary, request, errors] of endpoints) {
+  for (const [method, relative, summary, request, answer, errors] of endpoints) {
+    // Pairing and refresh are how a device gets its token; the rest go through the device guard.
+    const bearer = !relative.startsWith('auth/qr') && !relative.startsWith('auth/refresh');
     docs.registerPath({
       method,
       path: path(relative),
       summary,
       tags: ['mobile'],
-      ...(relative.startsWith('auth/qr') || relative.startsWith('auth/refresh') ? {} : { security: [{ bearer: [] }] }),
+      ...(bearer ? { security: [{ bearer: [] }] } : {}),
       ...(request ? { request: json(request) } : {}),
-      responses: { ...ok('Success, in the envelope'), ...errorResponses(errors) },
+      responses: { 200: envelopeResponse('Success', answer), ...errorResponses(bearer ? deviceGuardErrors(method, path(relative)) : {}, errors) },
     });
   }
 }

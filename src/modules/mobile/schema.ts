@@ -13,6 +13,7 @@ import { loadRelations } from '../backoffice/write.ts';
 import type { Principal } from '../staff/principal.ts';
 import { capitalize, dataEndpoint, endpoints, modelNotFound, modelReference, rawValue } from './present.ts';
 import { acceptOnly, documentRoutes, singleParameter } from './parameters.ts';
+import { anyObject, envelopeResponse, z } from '../../http/openapi.ts';
 import type { MobileState } from './guard.ts';
 
 /**
@@ -51,7 +52,26 @@ export function shortcutOf(model: BoundModel, saved: SavedFilterRow): Shortcut {
 }
 
 /** GET schema/: the models the user may view, by app, and the menu with the user's shortcuts and the site's permitted links. */
-export async function schemaIndex(site: AdminSite, db: Knex, principal: Principal) {
+// The schema endpoints' answers, for the OpenAPI document: the keys every model has are typed,
+// what a registration declares (fields, filters, blocks, actions) is any JSON.
+const MODEL_REFERENCE = z.object({ app_label: z.string(), model: z.string(), object_name: z.string(), verbose_name: z.string(), verbose_name_plural: z.string() });
+const ENDPOINTS = z.object({ schema: z.string(), data: z.string() });
+const INDEX_MODEL = MODEL_REFERENCE.extend({ is_proxy: z.boolean(), perms: anyObject, endpoints: ENDPOINTS });
+const MENU_GROUP = z.object({ label: z.string(), icon: z.string().nullable(), items: z.array(anyObject) });
+const SCHEMA_INDEX = z.object({ apps: z.array(z.object({ app_label: z.string(), models: z.array(INDEX_MODEL) })), menu: z.array(MENU_GROUP) });
+const MODEL_SCHEMA = MODEL_REFERENCE.extend({
+  is_proxy: z.boolean(),
+  endpoints: ENDPOINTS,
+  perms: anyObject,
+  object: anyObject.optional(),
+  list: anyObject,
+  form: anyObject,
+  blocks: z.array(anyObject),
+  inlines: z.array(anyObject),
+  actions: z.array(anyObject),
+});
+
+export async function schemaIndex(site: AdminSite, db: Knex, principal: Principal): Promise<z.infer<typeof SCHEMA_INDEX>> {
   const visible = site.visibleModels(principal);
   const saved = visible.length
     ? ((await db('staff_saved_filters')
@@ -59,8 +79,8 @@ export async function schemaIndex(site: AdminSite, db: Knex, principal: Principa
         .orderBy([{ column: 'name' }, { column: 'id' }])
         .select('id', 'app_label', 'model', 'name', 'query')) as SavedFilterRow[])
     : [];
-  const apps = new Map<string, unknown[]>();
-  const menu = new Map<string, { label: string; icon: string | null; items: unknown[] }>();
+  const apps = new Map<string, z.infer<typeof INDEX_MODEL>[]>();
+  const menu = new Map<string, z.infer<typeof MENU_GROUP>>();
   for (const model of visible) {
     const perms = site.perms(principal, model);
     const entry = { ...modelReference(model), is_proxy: Boolean(model.proxyOf), perms, endpoints: endpoints(model) };
@@ -254,8 +274,8 @@ export function registerSchemaRoutes(router: Router, app: AppContext, authentica
   });
 
   documentRoutes(docs, path, [
-    ['get', 'schema/', 'Models the user may view, by app, and the menu with saved-filter shortcuts', null, { 400: 'Unknown parameter' }],
-    ['get', 'schema/{app}/{model}/', 'Model schema: perms, list columns and filters, form fields and fieldsets, inlines, actions; object_id evaluates the change form', null, {
+    ['get', 'schema/', 'Models the user may view, by app, and the menu with saved-filter shortcuts', null, { 200: envelopeResponse('The index', SCHEMA_INDEX) }, { 400: 'Unknown parameter' }],
+    ['get', 'schema/{app}/{model}/', 'Model schema: perms, list columns and filters, form fields and fieldsets, inlines, actions; object_id evaluates the change form', null, { 200: envelopeResponse('The model schema', MODEL_SCHEMA) }, {
       400: 'Unknown parameter',
       403: 'The user may not view the model (permission_denied)',
       404: 'Model not registered; object_id not found',

@@ -3,7 +3,7 @@ import type Router from '@koa/router';
 import type { AppContext } from '../../context.ts';
 import { requireMerchant } from '../merchant/bearer.ts';
 import { respond } from '../../http/envelope.ts';
-import { errorResponses, z } from '../../http/openapi.ts';
+import { envelopeResponse, errorResponses, z } from '../../http/openapi.ts';
 import type { RequestState } from '../../http/state.ts';
 import { MAX_RECORDS_PER_REQUEST, readUpsertBatch } from './batch.ts';
 import { compileFieldTable, type FieldTable } from './fields.ts';
@@ -30,6 +30,8 @@ export function registerUpsertRoutes(router: Router, app: AppContext, docs: Open
     });
 
     const recordSchema = compileFieldTable(endpoint.fields).schema;
+    // A record's result holds these keys, or error for a skipped record.
+    const result = z.object(Object.fromEntries([...endpoint.resultFields, 'error'].map((field) => [field, z.unknown()])));
     docs.registerPath({
       method: 'post',
       path: endpoint.path,
@@ -45,9 +47,10 @@ export function registerUpsertRoutes(router: Router, app: AppContext, docs: Open
         },
       },
       responses: {
-        200: {
-          description: `Processed; data.results holds one entry per record in the order sent (${endpoint.resultFields.join(', ')}, and error for skipped records)`,
-        },
+        200: envelopeResponse(
+          `Processed; data.results holds one entry per record in the order sent (${endpoint.resultFields.join(', ')}, and error for skipped records)`,
+          z.object({ results: z.array(result) }),
+        ),
         ...errorResponses({
           400: 'Body not JSON, neither object nor array, empty array (Payload contains no records.), or an element that is not an object',
           401: 'Bearer token missing, invalid or expired',

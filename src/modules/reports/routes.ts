@@ -5,13 +5,15 @@ import type { Context, Middleware } from 'koa';
 import type { AppContext } from '../../context.ts';
 import { respond } from '../../http/envelope.ts';
 import { ForbiddenError, HttpError } from '../../http/errors.ts';
+import { envelopeResponse, z } from '../../http/openapi.ts';
 import { scopedQuery } from '../backoffice/query.ts';
 import { acceptOnly, documentRoutes, positiveInteger } from '../mobile/parameters.ts';
 import type { MobileState } from '../mobile/guard.ts';
-import { queueReportRun, REPORT_MAX_ACTIVE_RUNS, resultPayload } from './service.ts';
+import { queueReportRun, REPORT_MAX_ACTIVE_RUNS, RESULT_PAYLOAD, resultPayload } from './service.ts';
 
 const RESULT_PAGE_SIZE = 50;
 const RESULT_MAX_PAGE_SIZE = 200;
+const QUEUED = z.object({ result_id: z.number().int(), status: z.literal('queued'), result_url: z.string() });
 
 function principalOf(ctx: Context) {
   return (ctx.state as MobileState).mobile.principal;
@@ -68,7 +70,7 @@ export function registerReportRoutes(router: Router, app: AppContext, authentica
     const exists = await app.db('reports').where({ id: reportId }).first('id');
     if (!exists) throw new HttpError(404, 'Report not found.', 'not_found');
     const resultId = await app.db.transaction((trx) => queueReportRun(trx, reportId, principal));
-    respond(ctx, 'Report queued.', { result_id: resultId, status: 'queued', result_url: path(`reports/results/${resultId}/`) }, 202);
+    respond(ctx, 'Report queued.', { result_id: resultId, status: 'queued', result_url: path(`reports/results/${resultId}/`) } satisfies z.infer<typeof QUEUED>, 202);
   });
 
   router.all(path('data/report/reportresult/:pk/'), authenticated, async (ctx, next) => {
@@ -78,13 +80,20 @@ export function registerReportRoutes(router: Router, app: AppContext, authentica
   });
 
   documentRoutes(docs, path, [
-    ['get', 'reports/results/{pk}/', 'A report result: header and one page of rows (page, page_size up to 200)', null, { 403: 'No view permission on report results', 404: 'No such result of yours (superusers read every result)' }],
-    ['get', 'reports/results/{pk}/csv/', "A finished result's CSV file", null, { 403: 'No view permission on report results', 404: 'No such result of yours, or it has no file' }],
+    ['get', 'reports/results/{pk}/', 'A report result: header and one page of rows (page, page_size up to 200)', null, { 200: envelopeResponse('The result', RESULT_PAYLOAD) }, {
+      400: 'Unknown parameter, or page or page_size not a whole number in range',
+      403: 'No view permission on report results',
+      404: 'No such result of yours (superusers read every result)',
+    }],
+    ['get', 'reports/results/{pk}/csv/', "A finished result's CSV file", null, {
+      200: { description: 'The CSV file (an attachment)', content: { 'text/csv': { schema: z.string() } } },
+    }, { 403: 'No view permission on report results', 404: 'No such result of yours, or it has no file' }],
     [
       'post',
       'reports/{pk}/run/',
       `Start a run of a report (202 with result_id; the requester is notified when it ends). At most ${REPORT_MAX_ACTIVE_RUNS} runs per user queued or running at once`,
       null,
+      { 202: envelopeResponse('Queued', QUEUED) },
       {
         403: 'No view permission on reports, or on a model the report reads (named in data.model)',
         404: 'No such report',

@@ -3,6 +3,7 @@ import path from 'node:path';
 import type { Knex } from 'knex';
 import type { AppContext } from '../../context.ts';
 import { recordAudit } from '../../audit.ts';
+import { z } from '../../http/openapi.ts';
 import { formatTimestamp } from '../../timestamps.ts';
 import { boundJobs, notify } from '../notifications/service.ts';
 import { loadPrincipal, type Principal } from '../staff/principal.ts';
@@ -170,8 +171,33 @@ interface ResultRow {
   report_description: string;
 }
 
+/** The spec's Report result shape, for the OpenAPI document. */
+export const RESULT_PAYLOAD = z.object({
+  id: z.number().int(),
+  title: z.string(),
+  status: z.string(),
+  status_display: z.string(),
+  tone: z.string(),
+  started_at: z.string().nullable(),
+  completed_at: z.string().nullable(),
+  duration_seconds: z.number().nullable(),
+  row_count: z.number().int().nullable(),
+  error_message: z.string().nullable(),
+  has_file: z.boolean(),
+  report: z.object({ id: z.number().int(), name: z.string(), description: z.string() }),
+  rows: z.object({
+    columns: z.array(z.string()),
+    rows: z.array(z.unknown()),
+    page: z.number().int(),
+    page_size: z.number().int(),
+    total: z.number().int(),
+    has_more: z.boolean(),
+    error: z.string().nullable(),
+  }),
+});
+
 /** reports/results/<pk>/: the header and one page of rows, in the spec's Report result shape. */
-export async function resultPayload(db: Knex, resultId: number, page: number, pageSize: number) {
+export async function resultPayload(db: Knex, resultId: number, page: number, pageSize: number): Promise<z.infer<typeof RESULT_PAYLOAD> | null> {
   const result = (await db('report_results as r')
     .join('reports as p', 'p.id', 'r.report_id')
     .where('r.id', resultId)

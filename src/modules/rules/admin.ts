@@ -110,12 +110,14 @@ export const executionLogAdmin: ModelRegistration = {
   verboseName: 'execution log',
   repr: (row) => `${row.target} ${row.record_ref ?? row.record_id}: ${row.decision}`,
   reprColumns: ['target', 'record_ref', 'record_id', 'decision'],
+  // Sortable where an index serves the order (0026): record, score, time. Target and decision are
+  // few-valued (filters serve them); duration is not worth an index written by every scoring.
   columns: [
     { name: 'record_ref', label: 'Record' },
-    { name: 'target' },
+    { name: 'target', sortable: false },
     { name: 'score', kind: 'number' },
-    { name: 'decision', tone: decisionTone },
-    { name: 'duration_us', label: 'Duration (µs)', kind: 'number' },
+    { name: 'decision', tone: decisionTone, sortable: false },
+    { name: 'duration_us', label: 'Duration (µs)', kind: 'number', sortable: false },
     { name: 'created_at', label: 'Scored' },
   ],
   titleColumn: 'record_ref',

@@ -197,8 +197,8 @@ function toCents(amount: string | number): number {
 const before = (a: { at: number; index: number }, b: { at: number; index: number }) => a.at < b.at || (a.at === b.at && a.index < b.index);
 
 /**
- * Distinct values as small integers, so that counting the distinct values of a window marks an
- * array slot with the record's stamp instead of filling a Set per record.
+ * Distinct values as small integers, so that the distinct values of a window are tallies in an
+ * array (how many of the window's entries carry each) instead of a Set per record.
  */
 class Interned {
   private readonly ids = new Map<string, number>();
@@ -210,8 +210,8 @@ class Interned {
     return id;
   }
 
-  /** Stamp slots for one distinct count, one per interned value. */
-  stamps(): Int32Array {
+  /** Tally slots for one distinct count, one per interned value. */
+  counts(): Int32Array {
     return new Int32Array(this.ids.size);
   }
 }
@@ -279,74 +279,102 @@ export async function aggregatesOf(items: AggregateItem[], batchRefs: ReadonlySe
   }
   for (const timeline of timelines.values()) timeline.sort((a, b) => a.at - b.at || (a.index < b.index ? -1 : a.index > b.index ? 1 : 0));
 
-  // count and cents per window (1h, 24h, 7d, 30d) and direction (all, credit, debit)
+  // Each customer's wanted items in timeline order, so every window's bounds only move forward:
+  // a window is kept as running sums, an entry added as the window's end passes it and taken away
+  // as its start does, so a customer costs its entries plus its items, not their product (a
+  // 1000-record batch over 100 stored per customer visited 100,000 entries, four windows each).
+  const byCustomer = new Map<string, AggregateItem[]>();
+  for (const item of wanted) {
+    const own = byCustomer.get(item.customerId);
+    if (own) own.push(item);
+    else byCustomer.set(item.customerId, [item]);
+  }
+  // Per window (1h, 24h, 7d, 30d): its start (a timeline position), then count and cents for all,
+  // credit and debit. Window sums are integer cents of entries inside the window only, so they are
+  // exact, and equal to summing the window's entries one by one.
+  const starts = new Int32Array(4);
   const counts = new Float64Array(12);
   const cents = new Float64Array(12);
-  const seen = [devices.stamps(), devices.stamps(), ips.stamps(), ips.stamps(), countries.stamps(), countries.stamps()] as const;
-  let stamp = 0;
-  for (const item of wanted) {
-    if (slices?.due()) await slices.next();
-    const timeline = timelines.get(item.customerId) ?? [];
-    const self = { at: item.eventDate, index: item.index };
+  // How many entries of the 24-hour and 30-day windows carry each interned device, ip and country.
+  const held = [devices.counts(), devices.counts(), ips.counts(), ips.counts(), countries.counts(), countries.counts()] as const;
+  const distinct = new Int32Array(6);
+  const NO_TIMELINE: Entry[] = [];
+  const hold = (entry: Entry, long: number, sign: 1 | -1) => {
+    // long: 0 for the 24-hour window's tallies, 1 for the 30-day window's.
+    if (entry.device >= 0) distinct[long]! += tally(held[long]!, entry.device, sign);
+    if (entry.ip >= 0) distinct[2 + long]! += tally(held[2 + long]!, entry.ip, sign);
+    if (entry.country >= 0) distinct[4 + long]! += tally(held[4 + long]!, entry.country, sign);
+  };
+  const move = (window: number, entry: Entry, sign: 1 | -1) => {
+    counts[window * 3]! += sign;
+    cents[window * 3]! += sign * entry.cents;
+    const direction = entry.ioType === 0 ? 1 : entry.ioType === 1 ? 2 : -1;
+    if (direction > 0) {
+      counts[window * 3 + direction]! += sign;
+      cents[window * 3 + direction]! += sign * entry.cents;
+    }
+    if (window === 1) hold(entry, 0, sign);
+    else if (window === 3) hold(entry, 1, sign);
+  };
+  for (const [customerId, own] of byCustomer) {
+    if (own.length > 1) own.sort((a, b) => a.eventDate - b.eventDate || a.index - b.index);
+    const timeline = timelines.get(customerId) ?? NO_TIMELINE;
+    starts.fill(0);
     counts.fill(0);
     cents.fill(0);
-    stamp++;
-    let devices24 = 0, devices30 = 0, ips24 = 0, ips30 = 0, countries24 = 0, countries30 = 0;
-    for (let position = lowerBound(timeline, item.eventDate - LONGEST); position < timeline.length; position++) {
-      const entry = timeline[position]!;
-      if (!before(entry, self)) break;
-      const age = item.eventDate - entry.at;
-      const direction = entry.ioType === 0 ? 1 : entry.ioType === 1 ? 2 : -1;
+    // The window's end: the first entry not before the current item.
+    let end = 0;
+    for (const item of own) {
+      if (slices?.due()) await slices.next();
+      const self = { at: item.eventDate, index: item.index };
+      // Entries leave a window as its start passes them (only entries it holds: start <= end)...
       for (let window = 0; window < 4; window++) {
-        if (age > WINDOW_SPANS[window]!) continue;
-        counts[window * 3]! += 1;
-        cents[window * 3]! += entry.cents;
-        if (direction > 0) {
-          counts[window * 3 + direction]! += 1;
-          cents[window * 3 + direction]! += entry.cents;
+        const from = item.eventDate - WINDOW_SPANS[window]!;
+        let start = starts[window]!;
+        for (; start < end && timeline[start]!.at < from; start++) move(window, timeline[start]!, -1);
+        starts[window] = start;
+      }
+      // ...and come in as the end passes them, unless already older than a window's start.
+      for (; end < timeline.length && before(timeline[end]!, self); end++) {
+        const entry = timeline[end]!;
+        for (let window = 0; window < 4; window++) {
+          if (starts[window] === end && entry.at < item.eventDate - WINDOW_SPANS[window]!) starts[window] = end + 1;
+          else move(window, entry, 1);
         }
       }
-      // Every entry from lowerBound on is within 30 days; the 24-hour counts take those within a day.
-      const recent = age <= DAY;
-      if (entry.device >= 0 && seen[1][entry.device] !== stamp) (seen[1][entry.device] = stamp), devices30++;
-      if (entry.ip >= 0 && seen[3][entry.ip] !== stamp) (seen[3][entry.ip] = stamp), ips30++;
-      if (entry.country >= 0 && seen[5][entry.country] !== stamp) (seen[5][entry.country] = stamp), countries30++;
-      if (!recent) continue;
-      if (entry.device >= 0 && seen[0][entry.device] !== stamp) (seen[0][entry.device] = stamp), devices24++;
-      if (entry.ip >= 0 && seen[2][entry.ip] !== stamp) (seen[2][entry.ip] = stamp), ips24++;
-      if (entry.country >= 0 && seen[4][entry.country] !== stamp) (seen[4][entry.country] = stamp), countries24++;
+      let first = firstStored.get(item.customerId) ?? null;
+      const earliest = batchFirst.get(item.customerId);
+      if (earliest && before(earliest, self)) first = first === null ? earliest.at : Math.min(first, earliest.at);
+      // One literal with every name, in AGGREGATE_NAMES order: a fixed shape, cheap to build and to serialise.
+      result.set(item.index, {
+        count_1h: counts[0]!, sum_1h: cents[0]! / 100, count_credit_1h: counts[1]!, sum_credit_1h: cents[1]! / 100, count_debit_1h: counts[2]!, sum_debit_1h: cents[2]! / 100,
+        count_24h: counts[3]!, sum_24h: cents[3]! / 100, count_credit_24h: counts[4]!, sum_credit_24h: cents[4]! / 100, count_debit_24h: counts[5]!, sum_debit_24h: cents[5]! / 100,
+        count_7d: counts[6]!, sum_7d: cents[6]! / 100, count_credit_7d: counts[7]!, sum_credit_7d: cents[7]! / 100, count_debit_7d: counts[8]!, sum_debit_7d: cents[8]! / 100,
+        count_30d: counts[9]!, sum_30d: cents[9]! / 100, count_credit_30d: counts[10]!, sum_credit_30d: cents[10]! / 100, count_debit_30d: counts[11]!, sum_debit_30d: cents[11]! / 100,
+        distinct_devices_24h: distinct[0]!,
+        distinct_devices_30d: distinct[1]!,
+        distinct_ips_24h: distinct[2]!,
+        distinct_ips_30d: distinct[3]!,
+        distinct_countries_24h: distinct[4]!,
+        distinct_countries_30d: distinct[5]!,
+        days_since_first_transaction: first === null ? null : Math.floor((item.eventDate - first) / DAY),
+        // sum_30d / count_30d rounded to cents, computed from sum_30d as before so stored contexts stay comparable.
+        avg_amount_30d: counts[9] ? Math.round((cents[9]! / 100 / counts[9]!) * 100) / 100 : null,
+      });
     }
-    let first = firstStored.get(item.customerId) ?? null;
-    const earliest = batchFirst.get(item.customerId);
-    if (earliest && before(earliest, self)) first = first === null ? earliest.at : Math.min(first, earliest.at);
-    // One literal with every name, in AGGREGATE_NAMES order: a fixed shape, cheap to build and to serialise.
-    result.set(item.index, {
-      count_1h: counts[0]!, sum_1h: cents[0]! / 100, count_credit_1h: counts[1]!, sum_credit_1h: cents[1]! / 100, count_debit_1h: counts[2]!, sum_debit_1h: cents[2]! / 100,
-      count_24h: counts[3]!, sum_24h: cents[3]! / 100, count_credit_24h: counts[4]!, sum_credit_24h: cents[4]! / 100, count_debit_24h: counts[5]!, sum_debit_24h: cents[5]! / 100,
-      count_7d: counts[6]!, sum_7d: cents[6]! / 100, count_credit_7d: counts[7]!, sum_credit_7d: cents[7]! / 100, count_debit_7d: counts[8]!, sum_debit_7d: cents[8]! / 100,
-      count_30d: counts[9]!, sum_30d: cents[9]! / 100, count_credit_30d: counts[10]!, sum_credit_30d: cents[10]! / 100, count_debit_30d: counts[11]!, sum_debit_30d: cents[11]! / 100,
-      distinct_devices_24h: devices24,
-      distinct_devices_30d: devices30,
-      distinct_ips_24h: ips24,
-      distinct_ips_30d: ips30,
-      distinct_countries_24h: countries24,
-      distinct_countries_30d: countries30,
-      days_since_first_transaction: first === null ? null : Math.floor((item.eventDate - first) / DAY),
-      // sum_30d / count_30d rounded to cents, computed from sum_30d as before so stored contexts stay comparable.
-      avg_amount_30d: counts[9] ? Math.round((cents[9]! / 100 / counts[9]!) * 100) / 100 : null,
-    });
+    // The tallies start empty for the next customer.
+    for (let start = starts[1]!; start < end; start++) hold(timeline[start]!, 0, -1);
+    for (let start = starts[3]!; start < end; start++) hold(timeline[start]!, 1, -1);
   }
-  return result;
+  // Results in the items' order, as before (the map is read by index, but keep its order stable).
+  const ordered = new Map<number, Aggregates>();
+  for (const item of wanted) ordered.set(item.index, result.get(item.index)!);
+  return ordered;
 }
 
-/** The position of the first entry at or after `at` in a timeline sorted by time. */
-function lowerBound(timeline: Entry[], at: number): number {
-  let low = 0;
-  let high = timeline.length;
-  while (low < high) {
-    const middle = (low + high) >>> 1;
-    if (timeline[middle]!.at < at) low = middle + 1;
-    else high = middle;
-  }
-  return low;
+/** Adds `sign` to a value's tally: +1 when the value enters the window's distinct set, -1 when it leaves it, else 0. */
+function tally(counts: Int32Array, id: number, sign: 1 | -1): number {
+  const before = counts[id]!;
+  counts[id] = before + sign;
+  return sign > 0 ? (before === 0 ? 1 : 0) : before === 1 ? -1 : 0;
 }

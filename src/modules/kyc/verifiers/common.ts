@@ -12,6 +12,7 @@ export interface ArtifactRow {
   content_type: string;
   sha256: string;
   path: string;
+  created_at: Date;
 }
 
 /** What a verifier decided about one artifact; the pipeline stores and emits it. */
@@ -28,6 +29,8 @@ export interface Outcome {
 export interface VerifyInput {
   artifact: ArtifactRow;
   session: SessionRow;
+  /** The time of the verification: a selfie that has waited since long before it stops waiting. */
+  now: Date;
   /** YYYY-MM-DD: documents that expired before it fail. */
   today: string;
   /** The job's last attempt: a verifier that would wait must decide now. */
