@@ -53,7 +53,7 @@ export async function flowCommand(args: string[], { knex }: Database): Promise<u
   }
 }
 
-/** Until the video-call side exists, an operator hands an agent the token for end-kyc-session. */
+/** An operator's token for end-kyc-session (a call's take mints its own for the agent): to close a session outside a call. */
 export async function agentTokenCommand(args: string[], { knex }: Database): Promise<unknown> {
   const { values } = parseOptions(args, { session: { type: 'string' }, agent: { type: 'string' } });
   if (!values.session) throw new CliError('agent-token needs --session ID', 2);

@@ -325,3 +325,16 @@ test('TURN credentials as coturn use-auth-secret checks them; fixed servers as g
   t.throws(() => loadConfig({ WARDEN_ICE_SERVERS: '{"urls": 1}' }), { message: /WARDEN_ICE_SERVERS/ });
   t.throws(() => loadConfig({ WARDEN_TURN_URLS: 'http://x', WARDEN_TURN_SECRET: secret }), { message: /not a turn: or turns: URL/ });
 });
+
+test('the end user’s uploads answer any origin, errors included (the call embedded in a merchant’s page)', async (t) => {
+  for (const path of ['/api/document/take_snapshot/', '/api/document/upload_document/']) {
+    const form = new FormData();
+    form.append('token', 'not-a-token');
+    const response = await fetch(`${app.url}${path}`, { method: 'POST', headers: { origin: 'https://shop.example' }, body: form });
+    t.is(response.status, 401, path);
+    t.is(response.headers.get('access-control-allow-origin'), '*', path);
+    await response.arrayBuffer();
+  }
+  const session = await app.request('POST', '/api/document/create-session/', { token: merchant, json: { customer_ref: 'cors', flow: 'video' } });
+  t.is(session.headers.get('access-control-allow-origin'), null, 'merchant endpoints stay server-to-server');
+});

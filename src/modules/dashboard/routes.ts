@@ -6,14 +6,14 @@ import { respond } from '../../http/envelope.ts';
 import { ForbiddenError, HttpError } from '../../http/errors.ts';
 import { isStorableText } from '../../validation/storable.ts';
 import { authenticateCaller } from '../mobile/identity.ts';
-import { acceptOnly, documentRoutes } from '../mobile/parameters.ts';
+import { acceptOnly, deviceGuardErrors, documentRoutes } from '../mobile/parameters.ts';
 import { createIdentity, type MobileState } from '../mobile/guard.ts';
 import type { Principal } from '../staff/principal.ts';
 import { mayName } from '../backoffice/access.ts';
-import { envelopeResponse, z } from '../../http/openapi.ts';
+import { envelopeResponse, errorResponses, z } from '../../http/openapi.ts';
 import { AGENT_SUMMARY, agentSummary, CARD, cards, CARDS, DECISIONS_BY_DAY, decisionsByDay, HIGH_VOLUME, highVolumeCustomers, LOBBY, lobby } from './blocks.ts';
 import { SESSION_MODEL } from '../videocall/queue.ts';
-import { checkRecording, endAndTell, MAX_RECORDING_BYTES, requestSnapshot, storeRecording, takeAndJoin } from '../videocall/agent.ts';
+import { checkRecording, endAndTell, MAX_RECORDING_BYTES, RECORDING_STORED, requestSnapshot, SNAPSHOT_REQUESTED, storeRecording, TAKEN_CALL, takeAndJoin } from '../videocall/agent.ts';
 import { discardReceived, readMultipart, refuseUnreadBody } from '../../http/multipart.ts';
 
 /** The model whose view permission each block needs (403 without it). */
@@ -133,12 +133,34 @@ export function registerDashboardRoutes(router: Router, app: AppContext, authent
     ['get', 'dashboard/decisions-by-day/', 'Financial events per day over 30 days, by decision', null, { 200: envelopeResponse('The chart', DECISIONS_BY_DAY) }, { 403: 'No view permission on financial events', ...unknownParameter }],
     ['get', 'dashboard/high-volume-customers/', 'Top customers by 30-day amount (per currency)', null, { 200: envelopeResponse('The customers', HIGH_VOLUME) }, { 403: 'No view permission on financial events', ...unknownParameter }],
     ['get', 'dashboard/lobby/', 'The video-call queue', null, { 200: envelopeResponse('The lobby', LOBBY) }, { 403: 'No view permission on verification sessions', ...unknownParameter }],
-    ['post', 'dashboard/lobby/{session}/take/', 'Take a waiting (or offered) call: the agent is then in call', null, { 200: envelopeResponse('Taken: the lobby', LOBBY) }, {
+    ['post', 'dashboard/lobby/{session}/take/', 'Take a waiting (or offered) call: the agent is then in call; the end user\'s page gets agent_joined', null, { 200: envelopeResponse('Taken: the lobby, the agent token and the ICE servers', LOBBY.merge(TAKEN_CALL)) }, {
       403: 'Not an agent, or no view permission on verification sessions', 404: 'Session not in the queue', 409: 'Already in a call, or the call is no longer waiting',
+    }],
+    ['post', 'dashboard/lobby/{session}/snapshot/', 'Ask the end user\'s page for a snapshot of its camera (uploaded with take_snapshot)', null, { 200: envelopeResponse('Requested', SNAPSHOT_REQUESTED) }, {
+      403: 'No view permission on verification sessions', 404: 'No such session in the video-call queue', 409: 'You are not in a call for this session, or its end user is not connected',
     }],
     ['post', 'dashboard/lobby/{session}/end/', 'End your call', null, { 200: envelopeResponse('Ended: the lobby', LOBBY) }, {
       403: 'No view permission on verification sessions', 404: 'No such session in the video-call queue', 409: 'You are not in a call for this session',
     }],
     ['get', 'dashboard/agent-summary/', 'The agent summary ({agent: false} for a non-agent); writes no last-seen stamp', null, { 200: envelopeResponse('The summary', AGENT_SUMMARY) }, unknownParameter],
   ]);
+  docs.registerPath({
+    method: 'post',
+    path: path('dashboard/lobby/{session}/recording/'),
+    summary: 'Store the call\'s recording as the session\'s recording artifact (the call\'s agent, during it or within an hour after; only with the end user\'s consent)',
+    tags: ['mobile'],
+    security: [{ bearer: [] }],
+    request: { body: { content: { 'multipart/form-data': { schema: z.object({ file: z.string().openapi({ format: 'binary', description: 'WebM or MP4 video, up to 25 MB' }) }) } } } },
+    responses: {
+      200: envelopeResponse('Stored', RECORDING_STORED),
+      ...errorResponses(deviceGuardErrors('post', path('dashboard/lobby/{session}/recording/')), {
+        400: 'No file, an empty file, or a malformed multipart body',
+        403: 'No view permission on verification sessions',
+        404: 'No such session in the video-call queue',
+        409: 'No call of yours on this session in the last hour (not_in_call), or no consent to recording (recording_not_consented)',
+        413: 'The file is larger than 25 MB',
+        415: 'Not multipart, or not WebM/MP4 video by content',
+      }),
+    },
+  });
 }

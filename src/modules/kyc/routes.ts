@@ -1,3 +1,4 @@
+import type { Middleware } from 'koa';
 import type { OpenAPIRegistry } from '@asteasolutions/zod-to-openapi';
 import type Router from '@koa/router';
 import type { AppContext } from '../../context.ts';
@@ -74,6 +75,19 @@ const KYC_ERRORS = {
   415: 'file_type_not_allowed (judged by content), content_type_invalid (not multipart)',
 };
 
+/**
+ * The end user's uploads may come from a merchant's page that embeds the call (/kyc/call/call.js):
+ * any origin may read their answers, errors included. They are authorised by the session token in
+ * the form, never by a cookie, so another origin gains nothing it does not hold already.
+ */
+const anyOrigin: Middleware = async (ctx, next) => {
+  try {
+    await next();
+  } finally {
+    ctx.set('Access-Control-Allow-Origin', '*');
+  }
+};
+
 export function registerKycRoutes(router: Router, app: AppContext, docs: OpenAPIRegistry): void {
   const isHttps = createHttpsDetector(app.config.trustedProxies);
   router.post('/api/document/create-session/', requireMerchant(app), async (ctx) => {
@@ -84,13 +98,13 @@ export function registerKycRoutes(router: Router, app: AppContext, docs: OpenAPI
     respond(ctx, session.attempt_no > 1 ? 'The open session was returned.' : 'Session opened.', { session, websocket_url: websocketUrl });
   });
 
-  router.post('/api/document/upload_document/', async (ctx) => {
+  router.post('/api/document/upload_document/', anyOrigin, async (ctx) => {
     const upload = await receiveUpload(ctx, MAX_UPLOAD_BYTES, app.files.temporaryDirectory());
     const stored = await storeUpload(app, upload, null);
     ctx.body = { status: 'success', message: 'Document received; its verification result follows on the websocket.', ...stored } satisfies z.infer<typeof uploadResponse>;
   });
 
-  router.post('/api/document/take_snapshot/', async (ctx) => {
+  router.post('/api/document/take_snapshot/', anyOrigin, async (ctx) => {
     const upload = await receiveUpload(ctx, MAX_UPLOAD_BYTES, app.files.temporaryDirectory());
     const { artifact_id, path } = await storeUpload(app, upload, 'snapshot');
     ctx.body = { status: 'success', message: 'Snapshot received.', path, artifact_id } satisfies z.infer<typeof snapshotResponse>;
@@ -113,7 +127,7 @@ export function registerKycRoutes(router: Router, app: AppContext, docs: OpenAPI
     security: [{ bearer: [] }],
     request: { body: { content: { 'application/json': { schema: createSessionRequest } } } },
     responses: {
-      200: { description: 'The session', content: { 'application/json': { schema: envelopeOf(z.object({ session: sessionSchema })) } } },
+      200: { description: 'The session', content: { 'application/json': { schema: envelopeOf(z.object({ session: sessionSchema, websocket_url: z.string().openapi({ description: 'The documents socket for this session (ws:// or wss:// /ws/documents/)' }) })) } } },
       ...errorResponses({ 400: 'Unknown or inactive verification flow: <code>, or a missing customer_ref', 401: 'Invalid Bearer token' }),
     },
   });

@@ -1,6 +1,7 @@
 import type { AppContext } from '../../context.ts';
 import { HttpError } from '../../http/errors.ts';
 import type { IceServer } from '../../config.ts';
+import { z } from '../../http/openapi.ts';
 import type { ReceivedFile } from '../../http/multipart.ts';
 import { contentType, storeArtifact, type StoredArtifact } from '../kyc/uploads.ts';
 import { recordAudit } from '../../audit.ts';
@@ -15,10 +16,19 @@ import { callInProgress, endCall, offerCalls, takeCall, withdrawOffers } from '.
 export const CALL_MAX_SECONDS = 2 * 3600;
 export const AGENT_CALL_TOKEN_SECONDS = CALL_MAX_SECONDS + 3600;
 
-export interface TakenCall {
-  session_id: string;
-  agent_token: string;
-  agent_token_expires_in: number;
+const ICE_SERVER = z.object({ urls: z.union([z.string(), z.array(z.string())]), username: z.string().optional(), credential: z.string().optional() });
+
+/** What taking a call adds to the lobby's answer (the OpenAPI document's schema of it). */
+export const TAKEN_CALL = z.object({
+  session_id: z.string(),
+  agent_token: z.string().openapi({ description: 'The token end-kyc-session takes; valid for the call (at most 2 hours) plus one hour' }),
+  agent_token_expires_in: z.number().int(),
+  ice_servers: z.array(ICE_SERVER).openapi({ description: 'As RTCPeerConnection takes them; TURN credentials valid one hour' }),
+});
+export const SNAPSHOT_REQUESTED = z.object({ request_id: z.string() });
+export const RECORDING_STORED = z.object({ artifact_id: z.string(), artifact_type: z.literal('recording'), path: z.string() });
+
+export interface TakenCall extends z.infer<typeof TAKEN_CALL> {
   ice_servers: IceServer[];
 }
 
