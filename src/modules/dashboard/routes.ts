@@ -13,8 +13,8 @@ import { mayName } from '../backoffice/access.ts';
 import { envelopeResponse, errorResponses, z } from '../../http/openapi.ts';
 import { AGENT_SUMMARY, agentSummary, CARD, cards, CARDS, DECISIONS_BY_DAY, decisionsByDay, HIGH_VOLUME, highVolumeCustomers, LOBBY, lobby } from './blocks.ts';
 import { SESSION_MODEL } from '../videocall/queue.ts';
-import { checkRecording, endAndTell, MAX_RECORDING_BYTES, RECORDING_STORED, requestSnapshot, SNAPSHOT_REQUESTED, storeRecording, TAKEN_CALL, takeAndJoin } from '../videocall/agent.ts';
-import { discardReceived, readMultipart, refuseUnreadBody } from '../../http/multipart.ts';
+import { checkRecording, endAndTell, readRecordingUpload, RECORDING_STORED, requestSnapshot, SNAPSHOT_REQUESTED, storeRecording, TAKEN_CALL, takeAndJoin } from '../videocall/agent.ts';
+import { discardReceived, refuseUnreadBody } from '../../http/multipart.ts';
 
 /** The model whose view permission each block needs (403 without it). */
 const BLOCK_MODELS = {
@@ -95,14 +95,7 @@ export function registerDashboardRoutes(router: Router, app: AppContext, authent
       refuseUnreadBody(ctx);
       throw error;
     }
-    const { files } = await readMultipart(ctx, {
-      temporaryDirectory: app.files.temporaryDirectory(),
-      fileFields: ['file'],
-      maxFiles: 1,
-      maxFileBytes: MAX_RECORDING_BYTES,
-      tooLargeMessage: `The recording is larger than ${MAX_RECORDING_BYTES / (1024 * 1024)} MB.`,
-      limits: { files: 2, fields: 5, fieldSize: 1024, parts: 10 },
-    });
+    const { files } = await readRecordingUpload(app, ctx);
     try {
       respond(ctx, 'Recording stored.', await storeRecording(app, principalOf(ctx).user.id, session, files[0] ?? null));
     } finally {

@@ -2,7 +2,8 @@ import type { AppContext } from '../../context.ts';
 import { HttpError } from '../../http/errors.ts';
 import type { IceServer } from '../../config.ts';
 import { z } from '../../http/openapi.ts';
-import type { ReceivedFile } from '../../http/multipart.ts';
+import { readMultipart, type ReceivedMultipart, type ReceivedFile } from '../../http/multipart.ts';
+import type { Context } from 'koa';
 import { contentType, storeArtifact, type StoredArtifact } from '../kyc/uploads.ts';
 import { recordAudit } from '../../audit.ts';
 import { callInProgress, endCall, offerCalls, takeCall, withdrawOffers } from './queue.ts';
@@ -112,4 +113,16 @@ export async function setAgentAvailability(app: Pick<AppContext, 'db'>, userId: 
   }
   // A newly available agent may take the oldest waiting call at once.
   if (available) await offerCalls(app.db);
+}
+
+/** Reads a recording upload (multipart `file`, plus a few small fields such as the web's CSRF token) under the recording's limits. */
+export function readRecordingUpload(app: AppContext, ctx: Context): Promise<ReceivedMultipart> {
+  return readMultipart(ctx, {
+    temporaryDirectory: app.files.temporaryDirectory(),
+    fileFields: ['file'],
+    maxFiles: 1,
+    maxFileBytes: MAX_RECORDING_BYTES,
+    tooLargeMessage: `The recording is larger than ${MAX_RECORDING_BYTES / (1024 * 1024)} MB.`,
+    limits: { files: 2, fields: 5, fieldSize: 4096, parts: 8 },
+  });
 }

@@ -2,7 +2,7 @@ import type Router from '@koa/router';
 import type { Context, Next } from 'koa';
 import type { AppContext } from '../../context.ts';
 import { ForbiddenError, HttpError } from '../../http/errors.ts';
-import { discardReceived, readMultipart, refuseUnreadBody, type ReceivedFile } from '../../http/multipart.ts';
+import { discardReceived, refuseUnreadBody, type ReceivedFile } from '../../http/multipart.ts';
 import { formatTimestamp } from '../../timestamps.ts';
 import { isStorableText } from '../../validation/storable.ts';
 import { adminState, renderPage } from '../backoffice/web/common.tsx';
@@ -12,7 +12,7 @@ import { resolveSession, sameSecret, SESSION_COOKIE } from '../backoffice/web/se
 import type { AdminState } from '../backoffice/web/shell.tsx';
 import { lobby } from '../dashboard/blocks.ts';
 import type { Principal } from '../staff/principal.ts';
-import { checkRecording, endAndTell, MAX_RECORDING_BYTES, requestSnapshot, setAgentAvailability, storeRecording, takeAndJoin } from './agent.ts';
+import { checkRecording, endAndTell, readRecordingUpload, requestSnapshot, setAgentAvailability, storeRecording, takeAndJoin } from './agent.ts';
 import { staticAsset } from './end-user.ts';
 import { SESSION_MODEL } from './queue.ts';
 
@@ -319,14 +319,7 @@ export function registerVideoCallUploads(router: Router, app: AppContext): void 
       requireAgent(app, resolved.principal);
       const sessionId = sessionParameter(ctx);
       await checkRecording(app, resolved.principal.user.id, sessionId);
-      const body = await readMultipart(ctx, {
-        temporaryDirectory: app.files.temporaryDirectory(),
-        fileFields: ['file'],
-        maxFiles: 1,
-        maxFileBytes: MAX_RECORDING_BYTES,
-        tooLargeMessage: `The recording is larger than ${MAX_RECORDING_BYTES / (1024 * 1024)} MB.`,
-        limits: { files: 2, fields: 5, fieldSize: 4096, parts: 8 },
-      });
+      const body = await readRecordingUpload(app, ctx);
       received = body.files;
       const token = body.fields[CSRF_FIELD];
       if (!token || !sameSecret(resolved.session.csrfToken, token)) return refuse(403, 'csrf_failed', `CSRF token ${token ? 'incorrect' : 'missing'}.`);
