@@ -148,14 +148,14 @@ test.serial('lobby: video-call sessions queue; an available agent is offered one
   t.like(incoming.data.data, { title: 'Incoming video call', target: { model: 'document.documentverificationsession', pk: first } });
   lobby = (await app.request('GET', `${D}lobby/`, { token: a.accessToken })).body.data;
   t.like(lobby.queue[0], { status: 'offered', offered_to_you: true });
-  t.deepEqual(lobby.you, { status: 'AVAILABLE', in_call: false });
+  t.deepEqual(lobby.you, { status: 'AVAILABLE', in_call: false, call: null });
 
   t.is((await app.request('POST', `${D}lobby/${first}/take/`, { token: b.accessToken })).status, 409, 'offered to another agent');
   t.is((await app.request('POST', `${D}lobby/${first}/take/`, { token: v.accessToken })).status, 403, 'not an agent');
   t.is((await app.request('POST', `${D}lobby/nope/take/`, { token: a.accessToken })).status, 404);
   const taken = await app.request('POST', `${D}lobby/${first}/take/`, { token: a.accessToken });
   t.is(taken.status, 200, taken.text);
-  t.deepEqual(taken.body.data.you, { status: 'AVAILABLE', in_call: true });
+  t.deepEqual(taken.body.data.you, { status: 'AVAILABLE', in_call: true, call: { session_id: first, customer_ref: 'caller-1' } });
   t.is(taken.body.data.session_id, first);
   t.true(Array.isArray(taken.body.data.ice_servers));
   const agentToken = await app.context.tokens.verify('agent', taken.body.data.agent_token);

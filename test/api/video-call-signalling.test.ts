@@ -180,6 +180,17 @@ test.serial('a call: take (agent token, ICE servers, agent_joined), relay both w
   t.deepEqual((await user.next(isCall('agent_joined'))).data, { ice_servers: [] });
   t.true(await secondPage.quiet(isCall('agent_joined')), 'only the page that joined');
 
+  // the agent's console reloaded: taking the call again resumes it (a new token, agent_joined again);
+  // nobody else can take it
+  const resumed = await app.request('POST', `${D}lobby/${session.session_id}/take/`, { token: a.token });
+  t.is(resumed.status, 200, resumed.text);
+  t.deepEqual(resumed.body.data.you.call, { session_id: session.session_id, customer_ref: 'caller-call' });
+  t.not(resumed.body.data.agent_token, agentToken);
+  t.is((await app.context.tokens.verify('agent', resumed.body.data.agent_token)).subject, session.session_id);
+  await user.next(isCall('agent_joined'));
+  t.is((await app.request('POST', `${D}lobby/${session.session_id}/take/`, { token: b.token })).status, 409, 'another agent cannot take it');
+  t.is((await app.request('POST', `${D}lobby/${other.session_id}/take/`, { token: a.token })).status, 409, 'nor can the agent take a second call');
+
   // agent -> end user: the offer reaches the one page, and no other
   a.live.ws.send(JSON.stringify({ type: 'signal', payload: { session: session.session_id, kind: 'offer', sdp: 'v=0 offer' } }));
   t.deepEqual((await user.next((frame) => frame.event === 'signal')).data, { kind: 'offer', sdp: 'v=0 offer' });

@@ -123,7 +123,13 @@ export const LOBBY = z.object({
     }),
   ),
   agents: z.object({ available: z.number().int(), in_call: z.number().int() }),
-  you: z.object({ status: z.string(), in_call: z.boolean() }).nullable(),
+  you: z
+    .object({
+      status: z.string(),
+      in_call: z.boolean(),
+      call: z.object({ session_id: z.string(), customer_ref: z.string() }).nullable().openapi({ description: 'Your call in progress: taking it again resumes it (a new agent token; the end user\'s page reconnects)' }),
+    })
+    .nullable(),
 });
 const HOURS = z.number();
 export const AGENT_SUMMARY = z.union([
@@ -330,7 +336,10 @@ export async function lobby(db: Knex, principal: Principal, now: Date): Promise<
       in_call: number;
     }>,
     // read afresh: a take or end in this request has just changed it
-    db('staff_video_agents').where({ user_id: principal.user.id }).first('status', 'in_call') as Promise<{ status: string; in_call: boolean } | undefined>,
+    db('staff_video_agents as a')
+      .leftJoin('video_call_queue as q', (join) => join.on('q.agent_id', 'a.user_id').andOnVal('q.status', 'in_call'))
+      .where('a.user_id', principal.user.id)
+      .first('a.status', 'a.in_call', 'q.session_id', 'q.customer_ref') as Promise<{ status: string; in_call: boolean; session_id: string | null; customer_ref: string | null } | undefined>,
   ]);
   return {
     waiting: queue.length,
@@ -344,7 +353,7 @@ export async function lobby(db: Knex, principal: Principal, now: Date): Promise<
       target: { model: 'document.documentverificationsession', pk: row.session_id },
     })),
     agents,
-    you: you ? { status: you.status, in_call: you.in_call } : null,
+    you: you ? { status: you.status, in_call: you.in_call, call: you.session_id ? { session_id: you.session_id, customer_ref: you.customer_ref! } : null } : null,
   };
 }
 

@@ -72,12 +72,19 @@ export async function withdrawOffers(db: Knex | Knex.Transaction, userId: string
 /**
  * An agent takes a waiting call, or the one offered to them: the queue row moves to in_call and
  * the agent's profile to in_call (the availability switch then answers 409) in one transaction.
+ * The agent's own call in progress can be taken again (resumed); any other answers 409.
  */
 export async function takeCall(db: Knex, userId: string, sessionId: string): Promise<{ endUserClient: string | null }> {
   return db.transaction(async (trx) => {
     const agent = (await trx('staff_video_agents').where({ user_id: userId }).forUpdate().first('in_call')) as { in_call: boolean } | undefined;
     if (!agent) throw new HttpError(403, 'You are not a video-call agent.', 'not_an_agent');
-    if (agent.in_call) throw new HttpError(409, 'You are already in a call.', 'call_in_progress');
+    if (agent.in_call) {
+      // Taking one's own call again resumes it (a reloaded console, another device of the agent).
+      const own = (await trx('video_call_queue').where({ session_id: sessionId, agent_id: userId, status: 'in_call' }).first('end_user_client')) as { end_user_client: string | null } | undefined;
+      if (!own) throw new HttpError(409, 'You are already in a call.', 'call_in_progress');
+      await recordAudit(trx, { type: 'staff', id: userId }, 'video_call.resume', 'verification_session', sessionId, {});
+      return { endUserClient: own.end_user_client };
+    }
     const taken = await trx('video_call_queue')
       .where({ session_id: sessionId })
       .andWhere((query) => query.where({ status: 'waiting' }).orWhere({ status: 'offered', offered_to: userId }))

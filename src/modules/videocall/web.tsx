@@ -135,6 +135,12 @@ function ConsolePage({ csrfToken, available, inCall }: { csrfToken: string; avai
       </div>
       <section id="vc-lobby-section" aria-labelledby="vc-lobby-title">
         <h2 id="vc-lobby-title">Waiting calls</h2>
+        <p id="vc-resume-line" hidden>
+          Your call with <span id="vc-resume-customer"></span> is still going on.{' '}
+          <button type="button" id="vc-resume">
+            Resume it
+          </button>
+        </p>
         <table class="results" id="vc-lobby">
           <thead>
             <tr>

@@ -138,6 +138,8 @@ export function startCall({ token, container, baseUrl = '', relay = false, style
 
   function connect(servers) {
     iceServers = servers;
+    // The agent may join again (a reloaded console resumes the call): a fresh connection each time.
+    if (call.peer) call.peer.close();
     setState('connecting', 'An agent has joined. Connecting the video…');
     const peer = new RTCPeerConnection({ iceServers, iceTransportPolicy: relay ? 'relay' : 'all' });
     call.peer = peer;

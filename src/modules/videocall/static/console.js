@@ -58,7 +58,19 @@ async function refreshLobby() {
   $('vc-lobby-empty').hidden = rows.length > 0;
   // A lobby read while the switch's own change is on its way would show the state before it.
   if (lobby.you && !switching) $('vc-available').checked = lobby.you.status === 'AVAILABLE';
+  // A call of ours this page does not hold (the console was reloaded): taking it again resumes it.
+  const ours = lobby.you && lobby.you.call;
+  $('vc-resume-line').hidden = !ours || Boolean(call);
+  if (ours) {
+    $('vc-resume-customer').textContent = ours.customer_ref;
+    $('vc-resume').dataset.session = ours.session_id;
+  }
 }
+
+$('vc-resume').addEventListener('click', (event) => {
+  const session = event.currentTarget.dataset.session;
+  if (session) void takeCall(session).catch((error) => say(error.message));
+});
 
 let switching = false;
 $('vc-available').addEventListener('change', (event) => {
@@ -124,6 +136,7 @@ async function takeCall(sessionId) {
   const peer = new RTCPeerConnection({ iceServers: taken.ice_servers, iceTransportPolicy: relay ? 'relay' : 'all' });
   const remote = new MediaStream();
   call = { session: sessionId, token: taken.agent_token, consent: taken.consent, peer, camera, remote, pending: [], recorder: null, chunks: [], poll: 0, live: true };
+  $('vc-resume-line').hidden = true;
   $('vc-customer').textContent = taken.customer_ref;
   $('vc-call').hidden = false;
   $('vc-local').srcObject = camera;
