@@ -1,7 +1,7 @@
 /*
  * The agent console (/admin/videocall/): the lobby, the availability switch and the call. Posts
  * are urlencoded with the session's csrfmiddlewaretoken (the admin shell checks it); signals go
- * over the staff live socket's web door (/admin/live/, signed in by the session cookie). The
+ * over the page's staff live socket (admin.js's window.wardenLive: /admin/live/). The
  * agent makes the offer; the end user's answer and ICE candidates come back as videoCallSignal
  * broadcasts. ?relay=1 sends media through TURN only (iceTransportPolicy "relay").
  */
@@ -85,36 +85,22 @@ $('vc-available').addEventListener('change', (event) => {
     .finally(() => (switching = false));
 });
 
-// The live socket: lobby changes, the end user's signals, the end of the call.
-let socket = null;
-let socketReady = null;
-function connectLive() {
-  socket = new WebSocket(`${location.protocol === 'https:' ? 'wss' : 'ws'}://${location.host}/admin/live/`);
-  socketReady = new Promise((resolve) => {
-    socket.addEventListener('message', (event) => {
-      let frame;
-      try {
-        frame = JSON.parse(event.data);
-      } catch {
-        return;
-      }
-      if (frame.type === 'login') {
-        root.dataset.live = 'open';
-        resolve();
-        void refreshLobby().catch(() => {});
-      } else if (frame.type === 'signal_refused') {
-        say(`Signal refused: ${frame.payload.message}`);
-      } else if (frame.event === 'broadcast') {
-        void onBroadcast(frame.data).catch((error) => say(error.message));
-      }
-    });
-  });
-  socket.addEventListener('close', (event) => {
-    root.dataset.live = 'closed';
-    // 4001/4003/4004: the session or account ended; signing in again is the way back.
-    if (event.code < 4000 || event.code > 4004) setTimeout(connectLive, 1000);
-  });
-}
+// The page's live socket (admin.js's, shared with the notifications): lobby changes, the end
+// user's signals, the end of the call.
+const live = window.wardenLive;
+let loggedIn = null;
+const socketReady = new Promise((resolve) => (loggedIn = resolve));
+live.on((frame) => {
+  if (frame.type === 'login') {
+    root.dataset.live = 'open';
+    loggedIn();
+    void refreshLobby().catch(() => {});
+  } else if (frame.type === 'signal_refused') {
+    say(`Signal refused: ${frame.payload.message}`);
+  } else if (frame.event === 'broadcast') {
+    void onBroadcast(frame.data).catch((error) => say(error.message));
+  }
+});
 
 async function onBroadcast(data) {
   if (data.type === 'videoCallQueue' || (data.type === 'notification' && data.data && data.data.kind === 'incoming_call')) {
@@ -127,7 +113,7 @@ async function onBroadcast(data) {
 }
 
 function sendSignal(signal) {
-  socket.send(JSON.stringify({ type: 'signal', payload: { session: call.session, ...signal } }));
+  if (!live.send({ type: 'signal', payload: { session: call.session, ...signal } })) say('The live connection is down: reconnecting…');
 }
 
 async function takeCall(sessionId) {
@@ -293,5 +279,4 @@ $('vc-close').addEventListener('submit', (event) => {
     });
 });
 
-connectLive();
 void refreshLobby().catch((error) => say(error.message));

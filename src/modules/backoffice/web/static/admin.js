@@ -44,20 +44,78 @@ for (const input of document.querySelectorAll('input[data-autocomplete]')) {
 }
 
 /*
+ * The page's one connection to the staff live socket's web door (/admin/live/, signed in by the
+ * session cookie), opened on signed-in pages (those carrying the notifications link) and shared by
+ * whatever on the page listens: the notifications below, the video-call console
+ * (window.wardenLive.on / send). A socket that drops is opened again, its listeners told
+ * (`reconnected`) so they catch up; one closed because the session or account ended is not.
+ */
+window.wardenLive = (() => {
+  const link = document.getElementById('notifications-link');
+  if (!link || !link.dataset.idleSeconds || !('WebSocket' in window)) return null;
+  // 4001 device revoked, 4003 account inactive, 4004 session ended: signing in again is the way back
+  const FINAL_CLOSES = new Set([4001, 4003, 4004]);
+  const listeners = new Set();
+  let socket = null;
+  let retryMs = 1000;
+  // The socket's current login frame: a listener added after it (a later script) is told at once.
+  let login = null;
+  const open = (reconnected) => {
+    socket = new WebSocket(`${location.protocol === 'https:' ? 'wss' : 'ws'}://${location.host}/admin/live/`);
+    socket.addEventListener('message', (event) => {
+      let frame;
+      try {
+        frame = JSON.parse(event.data);
+      } catch {
+        return;
+      }
+      if (frame.type === 'login') {
+        retryMs = 1000;
+        login = frame;
+        document.documentElement.dataset.live = 'open';
+      }
+      for (const listener of listeners) listener(frame, reconnected);
+    });
+    socket.addEventListener('close', (event) => {
+      login = null;
+      document.documentElement.dataset.live = 'closed';
+      if (FINAL_CLOSES.has(event.code)) return;
+      setTimeout(() => open(true), retryMs);
+      retryMs = Math.min(retryMs * 2, 30000);
+    });
+  };
+  open(false);
+  return {
+    /** `listener(frame, reconnected)` for every frame: the login, broadcasts, replies. */
+    on(listener) {
+      listeners.add(listener);
+      if (login) {
+        const frame = login;
+        queueMicrotask(() => listener(frame, false));
+      }
+    },
+    /** Sends a frame when the socket is open; false when it is not. */
+    send(frame) {
+      if (!socket || socket.readyState !== WebSocket.OPEN) return false;
+      socket.send(JSON.stringify(frame));
+      return true;
+    },
+  };
+})();
+
+/*
  * Notifications: the header's unread count, and the inbox's first page while it is open, kept
- * current without reload. The page keeps the staff live socket open at /admin/live/ (signed in
- * by the session cookie); a `notification` broadcast for this user makes it read
- * /admin/notifications/unread.json and, when the count or the newest notification changed, the
- * inbox's section again. Those reads keep the session alive, so without the user doing anything
- * for half the session's idle timeout they wait until the user comes back. A socket that drops is
- * opened again (with a catch-up read); one closed because the session ended is not.
+ * current without reload. A `notification` broadcast for this user on the live socket makes the
+ * page read /admin/notifications/unread.json and, when the count or the newest notification
+ * changed, the inbox's section again. Those reads keep the session alive, so without the user
+ * doing anything for half the session's idle timeout they wait until the user comes back. After
+ * the socket was opened again, one catch-up read.
  */
 (() => {
   const badge = document.getElementById('unread-count');
   const link = document.getElementById('notifications-link');
-  // Only pages rendered behind the notifications pages carry the settings (not the shell's own
-  // error pages, nor a shell mounted without them, where unread.json does not exist).
-  if (!badge || !link || !link.dataset.idleSeconds || !('WebSocket' in window)) return;
+  const live = window.wardenLive;
+  if (!badge || !link || !live) return;
   const firstRow = () => document.querySelector('#notifications-inbox tr[data-id]');
   let unread = badge.dataset.unread === '' ? null : Number(badge.dataset.unread);
   let newest = firstRow() ? firstRow().dataset.id : null;
@@ -118,32 +176,7 @@ for (const input of document.querySelectorAll('input[data-autocomplete]')) {
     }
   };
 
-  // 4001 device revoked, 4003 account inactive, 4004 session ended: signing in again is the way back
-  const FINAL_CLOSES = new Set([4001, 4003, 4004]);
-  let retryMs = 1000;
-  const connect = (catchUp) => {
-    const socket = new WebSocket(`${location.protocol === 'https:' ? 'wss' : 'ws'}://${location.host}/admin/live/`);
-    socket.addEventListener('message', (event) => {
-      let frame;
-      try {
-        frame = JSON.parse(event.data);
-      } catch {
-        return;
-      }
-      if (frame.type === 'login') {
-        retryMs = 1000;
-        document.documentElement.dataset.live = 'open';
-        if (catchUp) void refresh();
-      } else if (frame.event === 'broadcast' && frame.data && frame.data.type === 'notification') {
-        void refresh();
-      }
-    });
-    socket.addEventListener('close', (event) => {
-      document.documentElement.dataset.live = 'closed';
-      if (stopped || FINAL_CLOSES.has(event.code)) return;
-      setTimeout(() => connect(true), retryMs);
-      retryMs = Math.min(retryMs * 2, 30000);
-    });
-  };
-  connect(false);
+  live.on((frame, reconnected) => {
+    if ((frame.type === 'login' && reconnected) || (frame.event === 'broadcast' && frame.data && frame.data.type === 'notification')) void refresh();
+  });
 })();
