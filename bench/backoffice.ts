@@ -33,7 +33,7 @@ import { issueLoginTicket } from '../src/modules/mobile/tickets.ts';
 import { loadPrincipal } from '../src/modules/staff/principal.ts';
 import { createUser } from '../src/modules/staff/service.ts';
 import { buildContext } from '../src/server.ts';
-import { benchDatabaseUrl } from './bench-database.ts';
+import { benchDatabaseUrl, seedCustomersAndEvents } from './bench-database.ts';
 import { machineLine, writeSection } from './results.ts';
 
 const EVENTS = Number(process.env.BENCH_BACKOFFICE_EVENTS ?? 1_000_000);
@@ -87,20 +87,7 @@ const SCENARIOS: Scenario[] = [
 ];
 
 async function seed(db: ReturnType<typeof createKnex>): Promise<void> {
-  await db('events').insert({ slug: 'payment', name: 'Payment', type: 1 });
-  await db.raw(`
-    insert into customers (id, customer_ref, first_name, last_name, raw, score, decision, created_by, updated_by)
-    select gen_random_uuid(), 'c-' || i, 'First' || i, 'Last' || i, '{}', 0, 'ACCEPT', 'bench', 'bench'
-    from generate_series(0, ${CUSTOMERS - 1}) as i`);
-  // One statement: 1,000,000 events over a year, customers round-robin, a third REVIEW.
-  await db.raw(`
-    insert into financial_transactions (id, transaction_ref, customer_id, customer_ref, event_slug, amount, currency, io_type,
-      event_date, raw, score, decision, rule_check, created_by, updated_by)
-    select gen_random_uuid(), 'tx-' || i, c.id, c.customer_ref, 'payment', (i % 100000) / 10.0 + 1, 'EUR', i % 2,
-      now() - (i || ' minutes')::interval / 2, '{}', i % 100,
-      case when i % 3 = 0 then 'REVIEW' when i % 17 = 0 then 'REJECT' else 'ACCEPT' end, true, 'bench', 'bench'
-    from generate_series(0, ${EVENTS - 1}) as i
-    join (select id, customer_ref, row_number() over (order by customer_ref) - 1 as n from customers) c on c.n = i % ${CUSTOMERS}`);
+  await seedCustomersAndEvents(db, CUSTOMERS, EVENTS);
   // A table in service has been vacuumed (visibility map and hint bits set); measuring a freshly
   // bulk-loaded one would time autovacuum's first pass over a million rows instead of the list.
   await db.raw('vacuum analyze');

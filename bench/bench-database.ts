@@ -69,3 +69,31 @@ export async function serveBench(db: Knex, url: string): Promise<{ base: string;
     },
   };
 }
+
+/**
+ * The list benchmarks' financial events: `events` of them 30 seconds apart (about a year for a
+ * million), over the stored customers round-robin by customer_ref, a third REVIEW, amounts
+ * spread over 10,000 values. The customers and the `payment` event must exist.
+ */
+export async function seedFinancialEvents(db: Knex, events: number): Promise<void> {
+  const customers = Number(((await db('customers').count({ n: '*' }).first()) as { n: string }).n);
+  await db.raw(`
+    insert into financial_transactions (id, transaction_ref, customer_id, customer_ref, event_slug, amount, currency, io_type,
+      event_date, raw, score, decision, rule_check, created_by, updated_by)
+    select gen_random_uuid(), 'tx-' || i, c.id, c.customer_ref, 'payment', (i % 100000) / 10.0 + 1, 'EUR', i % 2,
+      now() - (i || ' minutes')::interval / 2, '{}', i % 100,
+      case when i % 3 = 0 then 'REVIEW' when i % 17 = 0 then 'REJECT' else 'ACCEPT' end, true, 'bench', 'bench'
+    from generate_series(0, ${events - 1}) as i
+    join (select id, customer_ref, row_number() over (order by customer_ref) - 1 as n from customers) c on c.n = i % ${customers}`);
+}
+
+/** `customers` plain customers (c-0, c-1, ...), the `payment` event and `events` financial events over them. */
+export async function seedCustomersAndEvents(db: Knex, customers: number, events: number): Promise<void> {
+  await db('events').insert({ slug: 'payment', name: 'Payment', type: 1 });
+  await db.raw(`
+    insert into customers (id, customer_ref, first_name, last_name, raw, score, decision, created_by, updated_by)
+    select gen_random_uuid(), 'c-' || i, 'First' || i, 'Last' || i, '{}', 0, 'ACCEPT', 'bench', 'bench'
+    from generate_series(0, ${customers - 1}) as i`);
+  await seedFinancialEvents(db, events);
+}
+

@@ -22,7 +22,7 @@ import { SESSION_COOKIE, startSession } from '../src/modules/backoffice/web/sess
 import { loadPrincipal } from '../src/modules/staff/principal.ts';
 import { createUser } from '../src/modules/staff/service.ts';
 import { buildContext } from '../src/server.ts';
-import { benchDatabaseUrl } from './bench-database.ts';
+import { benchDatabaseUrl, seedFinancialEvents } from './bench-database.ts';
 import { machineLine, writeSection } from './results.ts';
 
 const EVENTS = Number(process.env.BENCH_DASHBOARD_EVENTS ?? 1_000_000);
@@ -44,14 +44,7 @@ async function seed(db: ReturnType<typeof createKnex>, agentId: string): Promise
     select gen_random_uuid(), 'c-' || i, 'First' || i, 'Last' || i, '{}', i % 100, case when i % 20 = 0 then 'REJECT' else 'ACCEPT' end,
       'bench', 'bench', now() - (i || ' hours')::interval
     from generate_series(0, ${CUSTOMERS - 1}) as i`);
-  await db.raw(`
-    insert into financial_transactions (id, transaction_ref, customer_id, customer_ref, event_slug, amount, currency, io_type,
-      event_date, raw, score, decision, rule_check, created_by, updated_by)
-    select gen_random_uuid(), 'tx-' || i, c.id, c.customer_ref, 'payment', (i % 100000) / 10.0 + 1, 'EUR', i % 2,
-      now() - (i || ' minutes')::interval / 2, '{}', i % 100,
-      case when i % 3 = 0 then 'REVIEW' when i % 17 = 0 then 'REJECT' else 'ACCEPT' end, true, 'bench', 'bench'
-    from generate_series(0, ${EVENTS - 1}) as i
-    join (select id, customer_ref, row_number() over (order by customer_ref) - 1 as n from customers) c on c.n = i % ${CUSTOMERS}`);
+  await seedFinancialEvents(db, EVENTS);
   await db.raw(`
     insert into cases (customer_id, status, opened_at, alert_count)
     select id, case when row_number() over () % 2 = 0 then 'closed' else 'open' end, now() - (random() * 300 || ' days')::interval, 50 from customers`);

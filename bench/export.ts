@@ -12,7 +12,7 @@ import { createKnex } from '../src/db/knex.ts';
 import { permissionCodenames } from '../src/app/registrations.ts';
 import { startSession, SESSION_COOKIE } from '../src/modules/backoffice/web/session.ts';
 import { createUser } from '../src/modules/staff/service.ts';
-import { serveBench, withOwnDatabase } from './bench-database.ts';
+import { seedCustomersAndEvents, serveBench, withOwnDatabase } from './bench-database.ts';
 import { machineLine, writeSection } from './results.ts';
 
 const EVENTS = Number(process.env.BENCH_EXPORT_EVENTS ?? 1_000_000);
@@ -20,19 +20,7 @@ const CUSTOMERS = 2000;
 const MB = 1024 * 1024;
 
 async function seed(db: ReturnType<typeof createKnex>): Promise<void> {
-  await db('events').insert({ slug: 'payment', name: 'Payment', type: 1 });
-  await db.raw(`
-    insert into customers (id, customer_ref, first_name, last_name, raw, score, decision, created_by, updated_by)
-    select gen_random_uuid(), 'c-' || i, 'First' || i, 'Last' || i, '{}', 0, 'ACCEPT', 'bench', 'bench'
-    from generate_series(0, ${CUSTOMERS - 1}) as i`);
-  await db.raw(`
-    insert into financial_transactions (id, transaction_ref, customer_id, customer_ref, event_slug, amount, currency, io_type,
-      event_date, raw, score, decision, rule_check, created_by, updated_by)
-    select gen_random_uuid(), 'tx-' || i, c.id, c.customer_ref, 'payment', (i % 100000) / 10.0 + 1, 'EUR', i % 2,
-      now() - (i || ' minutes')::interval / 2, '{}', i % 100,
-      case when i % 3 = 0 then 'REVIEW' when i % 17 = 0 then 'REJECT' else 'ACCEPT' end, true, 'bench', 'bench'
-    from generate_series(0, ${EVENTS - 1}) as i
-    join (select id, customer_ref, row_number() over (order by customer_ref) - 1 as n from customers) c on c.n = i % ${CUSTOMERS}`);
+  await seedCustomersAndEvents(db, CUSTOMERS, EVENTS);
   await db.raw('vacuum analyze');
 }
 

@@ -9,13 +9,12 @@ import type { AddressInfo } from 'node:net';
 import test, { type ExecutionContext } from 'ava';
 import WebSocket from 'ws';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
-import { defineTestFlow, image, openSession, registeredClient, upload, waitFor } from '../helpers/kyc.ts';
+import { defineTestFlow, documentsClient, image, openSession, registeredClient, registeredDocumentsClient, upload, waitFor, type DocumentsFrame as Frame, type PlainDocumentsClient } from '../helpers/kyc.ts';
 import { NotificationHub } from '../../src/db/notifications.ts';
 import { SELFIE_WAIT_SECONDS } from '../../src/modules/kyc/constants.ts';
 import { verifyArtifact } from '../../src/modules/kyc/pipeline.ts';
 import { DocumentsChannel, DOCUMENTS_PATH, type DocumentsClient } from '../../src/realtime/documents.ts';
 
-type Frame = { event: string; data: Record<string, any> } & Record<string, any>;
 
 const redisUrl = process.env.REDIS_URL;
 if (!redisUrl) console.log('documents-socket: REDIS_URL is not set; the Redis two-process test is skipped.');
@@ -32,47 +31,6 @@ test.after.always(async () => {
   await app?.close();
 });
 
-interface PlainClient {
-  ws: WebSocket;
-  /** Every frame received, the registration reply included. */
-  frames: Frame[];
-  next(predicate?: (frame: Frame) => boolean): Promise<Frame>;
-  closed: Promise<number>;
-}
-
-/** A plain WebSocket client of `url`'s documents socket; frames are collected as they come. */
-async function plainClient(url: string, t?: ExecutionContext): Promise<PlainClient> {
-  const ws = new WebSocket(url.replace(/^http/, 'ws') + DOCUMENTS_PATH);
-  const frames: Frame[] = [];
-  ws.on('message', (data) => frames.push(JSON.parse(data.toString()) as Frame));
-  const closed = new Promise<number>((resolve) => ws.on('close', (code) => resolve(code)));
-  await new Promise((resolve, reject) => {
-    ws.once('open', resolve);
-    ws.once('error', reject);
-  });
-  t?.teardown(() => ws.terminate());
-  let seen = 0;
-  return {
-    ws,
-    frames,
-    closed,
-    // The first frame after the ones already taken that matches.
-    async next(predicate = () => true) {
-      const frame = await waitFor(() => frames.slice(seen).find(predicate), 20_000);
-      seen = frames.indexOf(frame) + 1;
-      return frame;
-    },
-  };
-}
-
-async function registered(url: string, token: string, t: ExecutionContext): Promise<PlainClient> {
-  const client = await plainClient(url, t);
-  client.ws.send(JSON.stringify({ event: 'register', token }));
-  const reply = await client.next();
-  t.is(reply.event, 'registered', JSON.stringify(reply));
-  return client;
-}
-
 /** Nothing more arrives for a moment (deliveries are asynchronous: absence needs a wait). */
 async function settle(): Promise<void> {
   await new Promise((resolve) => setTimeout(resolve, 300));
@@ -87,7 +45,7 @@ test('register: the endpoint token joins its session; create-session gives the p
   const behindTls = await app.request('POST', '/api/document/create-session/', { token: merchant, json: { customer_ref: 'ds-register' }, headers: { 'x-forwarded-proto': 'https' } });
   t.is(behindTls.body.data.websocket_url, `wss://${host}/ws/documents/`);
 
-  const client = await plainClient(created.body.data.websocket_url.replace(DOCUMENTS_PATH, '').replace(/^ws/, 'http'), t);
+  const client = await documentsClient(created.body.data.websocket_url.replace(DOCUMENTS_PATH, '').replace(/^ws/, 'http'), t);
   client.ws.send(JSON.stringify({ event: 'register', token: session.endpoint_token }));
   t.deepEqual(await client.next(), { event: 'registered', data: { session_id: session.session_id } });
   t.is(app.context.documents.clientCount(session.session_id), 1);
@@ -101,7 +59,7 @@ test('register errors: missing, invalid, expired and wrong-audience tokens; the 
   const session = await openSession(app, merchant, { customer_ref: 'ds-errors' });
   const expired = await app.context.tokens.issue('session', session.session_id, -1);
   const agent = await app.context.tokens.issue('agent', session.session_id, 600);
-  const client = await plainClient(app.url, t);
+  const client = await documentsClient(app.url, t);
   for (const [frame, reason] of [
     [{ event: 'register' }, 'token_missing'],
     [{ event: 'register', token: '' }, 'token_missing'],
@@ -124,7 +82,7 @@ test('register errors: missing, invalid, expired and wrong-audience tokens; the 
 
 test('bad frames get an error frame and change nothing: not JSON, not an object, binary, too large, before register', async (t) => {
   const session = await openSession(app, merchant, { customer_ref: 'ds-frames' });
-  const client = await plainClient(app.url, t);
+  const client = await documentsClient(app.url, t);
   for (const [send, reason] of [
     [() => client.ws.send('not json {'), 'frame_invalid'],
     [() => client.ws.send('[1,2]'), 'frame_invalid'],
@@ -139,7 +97,7 @@ test('bad frames get an error frame and change nothing: not JSON, not an object,
   client.ws.send(JSON.stringify({ event: 'register', token: session.endpoint_token }));
   t.is((await client.next()).event, 'registered');
   // Past the protocol limit the socket is closed (1009) without the frame being read; the service stays up.
-  const huge = await plainClient(app.url, t);
+  const huge = await documentsClient(app.url, t);
   huge.ws.send('x'.repeat(2 * 1024 * 1024));
   t.is(await huge.closed, 1009);
   await app.context.documents.sendToSession(session.session_id, { event: 'still-here' });
@@ -149,8 +107,8 @@ test('bad frames get an error frame and change nothing: not JSON, not an object,
 test('isolation: a frame for session A reaches A\'s clients only; plain and socket.io clients of A both get it', async (t) => {
   const a = await openSession(app, merchant, { customer_ref: 'ds-iso-a' });
   const b = await openSession(app, merchant, { customer_ref: 'ds-iso-b' });
-  const plainA = await registered(app.url, a.endpoint_token, t);
-  const plainB = await registered(app.url, b.endpoint_token, t);
+  const plainA = await registeredDocumentsClient(app.url, a.endpoint_token, t);
+  const plainB = await registeredDocumentsClient(app.url, b.endpoint_token, t);
   const ioA = await registeredClient(app.url, a.endpoint_token);
   t.teardown(() => ioA.socket.close());
   t.deepEqual(ioA.reply, { event: 'registered', data: { session_id: a.session_id } });
@@ -175,8 +133,8 @@ test('the video call\'s hooks: client messages from both transports, one connect
   app.context.documents.onClientClose((client) => {
     if (client.sessionId === session.session_id) closed.push(client);
   });
-  const plain = await registered(app.url, session.endpoint_token, t);
-  const other = await registered(app.url, session.endpoint_token, t);
+  const plain = await registeredDocumentsClient(app.url, session.endpoint_token, t);
+  const other = await registeredDocumentsClient(app.url, session.endpoint_token, t);
   const io = await registeredClient(app.url, session.endpoint_token);
   t.teardown(() => io.socket.close());
 
@@ -220,12 +178,12 @@ test('register timeout and heartbeat: an unregistered socket and one that stops 
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   const session = await openSession(app, merchant, { customer_ref: 'ds-timeouts' });
 
-  const idle = await plainClient(url, t);
+  const idle = await documentsClient(url, t);
   const started = Date.now();
   await idle.closed;
   t.true(Date.now() - started >= 250, 'closed at the register timeout');
   // Registered in time and answering pings (ws answers by itself): still open after several beats.
-  const alive = await registered(url, session.endpoint_token, t);
+  const alive = await registeredDocumentsClient(url, session.endpoint_token, t);
   await new Promise((resolve) => setTimeout(resolve, 800));
   t.is(alive.ws.readyState, WebSocket.OPEN);
   // A client that no longer answers pings (its socket paused) is closed within two beats.
@@ -243,7 +201,7 @@ async function twoProcesses(t: ExecutionContext, env: Record<string, string>): P
   const token = await nodeA.merchantToken();
   await defineTestFlow(nodeA.context, 'passport', ['passport_mrz_page'], { default: true });
   const session = await openSession(nodeA, token, { customer_ref: 'ds-two' });
-  const onB = await registered(nodeB.url, session.endpoint_token, t);
+  const onB = await registeredDocumentsClient(nodeB.url, session.endpoint_token, t);
   const ioOnB = await registeredClient(nodeB.url, session.endpoint_token);
   t.teardown(() => ioOnB.socket.close());
   t.is(nodeA.context.documents.clientCount(session.session_id), 0);
@@ -303,7 +261,7 @@ test('a selfie waiting for a document when the session closes gets face_verifica
   const session = await openSession(app, merchant, { customer_ref: 'ds-selfie-closed' });
   const selfieId = await waitingSelfie(session);
   t.falsy(await app.database.knex('verification_results').where({ artifact_id: selfieId }).first(), 'it waits while the session is open');
-  const client = await registered(app.url, session.endpoint_token, t);
+  const client = await registeredDocumentsClient(app.url, session.endpoint_token, t);
   const agent = await app.context.tokens.issue('agent', session.session_id, 600, { agent: 'agent-1' });
   const closed = await app.request('POST', '/api/document/end-kyc-session/', { json: { token: agent.token, status: 'ended', checklist: {} } });
   t.is(closed.status, 200, closed.text);
@@ -323,7 +281,7 @@ test('a selfie whose document never comes: a verification queued for SELFIE_WAIT
   const delayed = await app.database.knex('pgboss.job').where({ name: 'verify-artifact', state: 'created' }).whereRaw("data->>'artifactId' = ?", [selfieId]).first();
   t.truthy(delayed, 'the end of the wait is queued with the upload');
   t.true(Math.abs(new Date(delayed.start_after).getTime() - (Date.now() + SELFIE_WAIT_SECONDS * 1000)) < 120_000);
-  const client = await registered(app.url, session.endpoint_token, t);
+  const client = await registeredDocumentsClient(app.url, session.endpoint_token, t);
 
   // That job, as it runs a minute early and then once the wait is over.
   await verifyArtifact(app.context, selfieId, false, new Date(Date.now() + (SELFIE_WAIT_SECONDS - 60) * 1000));

@@ -10,18 +10,15 @@
  */
 import { createHmac } from 'node:crypto';
 import test, { type ExecutionContext } from 'ava';
-import WebSocket from 'ws';
 import { loadConfig } from '../../src/config.ts';
-import { DOCUMENTS_PATH } from '../../src/realtime/documents.ts';
 import { iceServersFor, TURN_CREDENTIAL_SECONDS } from '../../src/modules/videocall/ice.ts';
 import { expireOffers, offerCalls } from '../../src/modules/videocall/queue.ts';
 import { AGENT_GRACE_MS } from '../../src/modules/videocall/signalling.ts';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
-import { defineTestFlow, openSession, waitFor } from '../helpers/kyc.ts';
+import { defineTestFlow, openSession, registeredDocumentsClient, waitFor, type DocumentsFrame as Frame, type PlainDocumentsClient } from '../helpers/kyc.ts';
 import { connectLive, type LiveClient } from '../helpers/live.ts';
 import { AVAILABILITY, installClock, pairDevice, staffUser, type TestClock } from '../helpers/mobile.ts';
 
-type Frame = { event: string; type?: string; data: Record<string, any> };
 const D = '/api/mobile/dashboard/';
 const SESSION_VIEW = ['document.view_documentverificationsession'];
 const CONSENT = { call: true, recording: true, text: 'I agree to this video call and to its recording.', at: '2026-11-29T10:00:00Z' };
@@ -45,45 +42,25 @@ test.after.always(async () => {
   await app?.close();
 });
 
-interface Page {
-  ws: WebSocket;
-  frames: Frame[];
-  next(predicate: (frame: Frame) => boolean): Promise<Frame>;
-  send(frame: object): void;
-  /** Nothing matching arrives for a moment. */
+interface Page extends PlainDocumentsClient {
+  /** Nothing matching arrives for a moment (after the frames already taken). */
   quiet(predicate: (frame: Frame) => boolean): Promise<boolean>;
-  closed: Promise<number>;
 }
 
 /** An end user's page: the plain documents socket, registered with the session's endpoint token. */
 async function page(t: ExecutionContext, token: string): Promise<Page> {
-  const ws = new WebSocket(app.url.replace(/^http/, 'ws') + DOCUMENTS_PATH);
-  const frames: Frame[] = [];
-  ws.on('message', (data) => frames.push(JSON.parse(data.toString()) as Frame));
-  const closed = new Promise<number>((resolve) => ws.on('close', (code) => resolve(code)));
-  await new Promise((resolve, reject) => {
-    ws.once('open', resolve);
-    ws.once('error', reject);
-  });
-  t.teardown(() => ws.terminate());
-  let seen = 0;
-  const next = async (predicate: (frame: Frame) => boolean) => {
-    const frame = await waitFor(() => frames.slice(seen).find(predicate), AGENT_GRACE_MS + 8_000);
-    seen = frames.indexOf(frame) + 1;
-    return frame;
-  };
-  const send = (frame: object) => ws.send(JSON.stringify(frame));
-  send({ event: 'register', token });
-  t.is((await next(() => true)).event, 'registered');
+  const client = await registeredDocumentsClient(app.url, token, t);
+  let taken = client.frames.length;
   return {
-    ws,
-    frames,
-    next,
-    send,
-    closed,
+    ...client,
+    async next(predicate) {
+      const frame = await client.next(predicate);
+      taken = client.frames.indexOf(frame) + 1;
+      return frame;
+    },
     async quiet(predicate) {
       await new Promise((resolve) => setTimeout(resolve, 400));
-      return !frames.slice(seen).some(predicate);
+      return !client.frames.slice(taken).some(predicate);
     },
   };
 }

@@ -1,7 +1,10 @@
+import type { ExecutionContext } from 'ava';
 import sharp from 'sharp';
+import WebSocket from 'ws';
 import { io, type Socket } from 'socket.io-client';
 import type { AppContext } from '../../src/context.ts';
 import { defineFlow } from '../../src/modules/kyc/flows.ts';
+import { DOCUMENTS_PATH } from '../../src/realtime/documents.ts';
 import type { TestApp } from './app.ts';
 
 export async function defineTestFlow(app: AppContext, code: string, artifacts: string[], options: { default?: boolean; videoCall?: boolean; active?: boolean; notifyUrl?: string } = {}) {
@@ -75,3 +78,52 @@ export async function waitFor<T>(check: () => Promise<T | undefined> | T | undef
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
 }
+
+/** A frame of the documents socket; tests read its fields freely. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type DocumentsFrame = { event: string; type?: string; data: Record<string, any> } & Record<string, any>;
+
+export interface PlainDocumentsClient {
+  ws: WebSocket;
+  /** Every frame received, the registration reply included. */
+  frames: DocumentsFrame[];
+  /** The first frame after the ones already taken that matches (20 s at most). */
+  next(predicate?: (frame: DocumentsFrame) => boolean): Promise<DocumentsFrame>;
+  send(frame: object): void;
+  closed: Promise<number>;
+}
+
+/** A plain WebSocket client of `url`'s documents socket (/ws/documents/); frames are collected as they come. */
+export async function documentsClient(url: string, t?: ExecutionContext): Promise<PlainDocumentsClient> {
+  const ws = new WebSocket(url.replace(/^http/, 'ws') + DOCUMENTS_PATH);
+  const frames: DocumentsFrame[] = [];
+  ws.on('message', (data) => frames.push(JSON.parse(data.toString()) as DocumentsFrame));
+  const closed = new Promise<number>((resolve) => ws.on('close', (code) => resolve(code)));
+  await new Promise((resolve, reject) => {
+    ws.once('open', resolve);
+    ws.once('error', reject);
+  });
+  t?.teardown(() => ws.terminate());
+  let seen = 0;
+  return {
+    ws,
+    frames,
+    closed,
+    async next(predicate = () => true) {
+      const frame = await waitFor(() => frames.slice(seen).find(predicate), 20_000);
+      seen = frames.indexOf(frame) + 1;
+      return frame;
+    },
+    send: (frame) => ws.send(JSON.stringify(frame)),
+  };
+}
+
+/** A documents socket client registered with a session's endpoint token (the reply asserted). */
+export async function registeredDocumentsClient(url: string, token: string, t: ExecutionContext): Promise<PlainDocumentsClient> {
+  const client = await documentsClient(url, t);
+  client.send({ event: 'register', token });
+  const reply = await client.next();
+  t.is(reply.event, 'registered', JSON.stringify(reply));
+  return client;
+}
+

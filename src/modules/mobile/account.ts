@@ -1,6 +1,5 @@
 import type { Config } from '../../config.ts';
 import { recordAudit } from '../../audit.ts';
-import type { Executor } from '../../db/knex.ts';
 import { HttpError } from '../../http/errors.ts';
 import { z } from '../../http/openapi.ts';
 import { choiceOf, validateForm, type FieldErrors } from '../../validation/form.ts';
@@ -15,6 +14,7 @@ import type { MobileDevice } from './devices.ts';
 import { pushIdentity as providerIdentity } from '../push/service.ts';
 import type { Identity, MobileCaller } from './identity.ts';
 import { setAgentAvailability } from '../videocall/agent.ts';
+import { unreadNotifications } from '../notifications/service.ts';
 
 /** The account menu's forms: the languages and zones of the web's user form, nothing else. */
 export const PREFERENCES_FORM = z.object({
@@ -114,12 +114,6 @@ export function websocketUrl(config: Config): string | null {
 /** The push service the app should register with ({provider, app_id}), or null without push (src/modules/push). */
 export function pushIdentity(config: Config): z.infer<typeof PUSH_IDENTITY> {
   return providerIdentity(config);
-}
-
-/** The bell counter: the user's unread in-app notifications. */
-export async function unreadNotifications(db: Executor, userId: string): Promise<number> {
-  const row = (await db('notifications').where({ user_id: userId, read: false }).count({ count: '*' }).first()) as { count: number | string };
-  return Number(row.count);
 }
 
 function deviceSummary(device: Pick<MobileDevice, 'id' | 'name' | 'platform'>) {

@@ -7,24 +7,13 @@ import { HttpError } from '../../http/errors.ts';
 import { envelopeResponse, z } from '../../http/openapi.ts';
 import { formatTimestamp } from '../../timestamps.ts';
 import { acceptOnly, documentRoutes, invalidParameter, positiveInteger, singleParameter } from './parameters.ts';
-import { unreadNotifications } from './account.ts';
+import { unreadNotifications, type NotificationRow } from '../notifications/service.ts';
 import type { MobileState } from './guard.ts';
 import { isNotificationKind, NOTIFICATION_KIND_NAMES } from '../notifications/service.ts';
 
 export const NOTIFICATIONS_MAX_PAGE_SIZE = 100;
 const DEFAULT_PAGE_SIZE = 20;
 const LIST_PARAMETERS = ['page', 'page_size', 'unread', 'kind'];
-
-interface NotificationRow {
-  id: string | number;
-  kind: string;
-  title: string;
-  body: string;
-  target_model: string | null;
-  target_pk: string | null;
-  read: boolean;
-  created_at: Date;
-}
 
 // The answers' shapes, for the OpenAPI document.
 const NOTIFICATION = z.object({

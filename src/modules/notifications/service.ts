@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import type { Executor } from '../../db/knex.ts';
 import type { JobQueue } from '../../jobs/queue.ts';
 import type { LivePublisher } from '../../realtime/live-message.ts';
 
@@ -128,4 +129,22 @@ export async function announceNotifications(trx: Knex.Transaction, rows: readonl
     trx,
     devices.map((device) => ({ notificationId: newest.get(device.user_id)!.row.id, deviceId: device.id })),
   );
+}
+
+/** A notification as its user's lists (the web inbox, the mobile API) read it. */
+export interface NotificationRow {
+  id: string | number;
+  kind: string;
+  title: string;
+  body: string;
+  target_model: string | null;
+  target_pk: string | null;
+  read: boolean;
+  created_at: Date;
+}
+
+/** The bell counter: the user's unread in-app notifications. */
+export async function unreadNotifications(db: Executor, userId: string): Promise<number> {
+  const row = (await db('notifications').where({ user_id: userId, read: false }).count({ count: '*' }).first()) as { count: number | string };
+  return Number(row.count);
 }

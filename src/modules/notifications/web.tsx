@@ -6,7 +6,7 @@ import { adminState, count, objectUrl, renderPage } from '../backoffice/web/comm
 import { formatDateTime } from '../backoffice/web/format.ts';
 import { CsrfField, headerContext } from '../backoffice/web/layout.tsx';
 import { addMessage } from '../backoffice/web/session.ts';
-import { isNotificationKind } from './service.ts';
+import { isNotificationKind, unreadNotifications, type NotificationRow } from './service.ts';
 
 /**
  * Every staff user's own notifications on the web (issue 37): the inbox at /admin/notifications/
@@ -25,22 +25,6 @@ export const INBOX_PAGE_SIZE = 50;
 /** bigint ids only: anything else names no row and must not reach PostgreSQL as a bigint. */
 const ID_PATTERN = /^\d{1,18}$/;
 
-interface NotificationRow {
-  id: string | number;
-  kind: string;
-  title: string;
-  body: string;
-  target_model: string | null;
-  target_pk: string | null;
-  read: boolean;
-  created_at: Date;
-}
-
-async function unreadCount(app: AppContext, userId: string): Promise<number> {
-  const row = (await app.db('notifications').where({ user_id: userId, read: false }).count({ count: '*' }).first()) as { count: number | string };
-  return Number(row.count);
-}
-
 function kindLabel(kind: string): string {
   return isNotificationKind(kind) ? kind.replace(/_/g, ' ') : kind;
 }
@@ -50,14 +34,14 @@ export function registerNotificationPages(router: Router, app: AppContext): void
   router.use('/admin', async (ctx: Context, next: Next) => {
     const state = adminState(ctx);
     if (!state.principal || ctx.method !== 'GET' || ctx.path === `${INBOX_PATH}unread.json`) return next();
-    const unread = await unreadCount(app, state.principal.user.id);
+    const unread = await unreadNotifications(app.db, state.principal.user.id);
     return headerContext.run({ unreadNotifications: unread, idleSeconds: app.config.adminSessionIdleSeconds }, next);
   });
 
   router.get(`${INBOX_PATH}unread.json`, async (ctx) => {
     const userId = adminState(ctx).principal.user.id;
     const [unread, newest] = await Promise.all([
-      unreadCount(app, userId),
+      unreadNotifications(app.db, userId),
       app.db('notifications').where({ user_id: userId }).max({ id: 'id' }).first() as Promise<{ id: string | number | null }>,
     ]);
     ctx.type = 'application/json';
@@ -77,7 +61,7 @@ export function registerNotificationPages(router: Router, app: AppContext): void
     const [rows, total, unread] = await Promise.all([
       mine.clone().orderBy('id', 'desc').limit(INBOX_PAGE_SIZE).offset((page - 1) * INBOX_PAGE_SIZE).select('id', 'kind', 'title', 'body', 'target_model', 'target_pk', 'read', 'created_at') as Promise<NotificationRow[]>,
       mine.clone().count({ count: '*' }).first() as Promise<{ count: string | number }>,
-      unreadCount(app, user.id),
+      unreadNotifications(app.db, user.id),
     ]);
     const totalCount = Number(total.count);
     const pages = Math.max(1, Math.ceil(totalCount / INBOX_PAGE_SIZE));

@@ -14,8 +14,8 @@ import { callInProgress, endCall, offerCalls, takeCall, withdrawOffers } from '.
  */
 
 /** The agent token end-kyc-session takes: for the call (at most CALL_MAX_SECONDS) plus one hour. */
-export const CALL_MAX_SECONDS = 2 * 3600;
-export const AGENT_CALL_TOKEN_SECONDS = CALL_MAX_SECONDS + 3600;
+const CALL_MAX_SECONDS = 2 * 3600;
+const AGENT_CALL_TOKEN_SECONDS = CALL_MAX_SECONDS + 3600;
 
 const ICE_SERVER = z.object({ urls: z.union([z.string(), z.array(z.string())]), username: z.string().optional(), credential: z.string().optional() });
 
@@ -42,7 +42,7 @@ export async function takeAndJoin(app: AppContext, userId: string, sessionId: st
 }
 
 /** The agent's call on `sessionId`, or 409. */
-export async function ownCall(app: AppContext, userId: string, sessionId: string) {
+async function ownCall(app: AppContext, userId: string, sessionId: string) {
   const call = await callInProgress(app.db, sessionId);
   if (!call || call.agentId !== userId) throw new HttpError(409, 'You are not in a call for this session.', 'not_in_call');
   if (!call.endUserClient) throw new HttpError(409, 'The end user is not connected to this call.', 'end_user_not_connected');
@@ -64,7 +64,7 @@ export async function endAndTell(app: AppContext, userId: string, sessionId: str
 }
 
 /** The spec's upload limit holds for the call's recording too. */
-export const MAX_RECORDING_BYTES = 25 * 1024 * 1024;
+const MAX_RECORDING_BYTES = 25 * 1024 * 1024;
 const RECORDING_TYPES: ReadonlySet<string> = new Set(['video/webm', 'video/mp4']);
 
 /**

@@ -45,7 +45,7 @@ export interface Signal {
 }
 
 /** A signal as sent by one side, checked: its kind allowed for that side, an SDP or candidate of sane size. */
-export function parseSignal(value: unknown, allowed: ReadonlySet<string>): Signal {
+function parseSignal(value: unknown, allowed: ReadonlySet<string>): Signal {
   const signal = (value ?? {}) as Record<string, unknown>;
   if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new CallRefused('signal_invalid', 'A signal is {kind, sdp?, candidate?}.');
   if (typeof signal.kind !== 'string' || !allowed.has(signal.kind)) throw new CallRefused('signal_invalid', `kind must be one of ${[...allowed].join(', ')}.`);
