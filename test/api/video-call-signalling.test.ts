@@ -275,13 +275,36 @@ test.serial('an offer nobody takes goes to the next agent', async (t) => {
   await user.next(isCall('queued'));
   t.is((await waitFor(async () => ((await queueRow(session.session_id)).status === 'offered' ? queueRow(session.session_id) : undefined))).offered_to, first.id);
   t.is((await app.request('POST', AVAILABILITY, { token: second.token, json: { available: true } })).status, 200);
-  // WARDEN_CALL_OFFER_SECONDS lapses (the sweep runs every few seconds; here at once)
+  // WARDEN_CALL_OFFER_SECONDS lapses (each process's timer looks when it is up; here at once)
   await db('video_call_queue').where({ session_id: session.session_id }).update({ offered_at: db.raw("now() - interval '1 hour'") });
   t.is(await expireOffers(db, app.context.config.videoCall.offerSeconds), 1);
   await offerCalls(db);
   t.like(await queueRow(session.session_id), { status: 'offered', offered_to: second.id, passed_over: first.id });
   await db('staff_video_agents').update({ status: 'AWAY' });
   await db('video_call_queue').where({ session_id: session.session_id }).update({ status: 'ended' });
+});
+
+test.serial('an offer lapses by itself after WARDEN_CALL_OFFER_SECONDS: no polling, a timer per offer heard', async (t) => {
+  const quick = await startTestApp({ WARDEN_CALL_OFFER_SECONDS: '1' });
+  t.teardown(() => quick.close());
+  const quickClock = installClock(quick);
+  await defineTestFlow(quick.context, 'video', ['doc_front'], { videoCall: true });
+  const agents: { id: string; token: string }[] = [];
+  for (let index = 0; index < 2; index++) {
+    const user = await staffUser(quick, { video_call_agent: true, permissions: SESSION_VIEW });
+    const paired = await pairDevice(quick, quickClock, user.id);
+    agents.push({ id: user.id, token: paired.accessToken });
+  }
+  t.is((await quick.request('POST', AVAILABILITY, { token: agents[0]!.token, json: { available: true } })).status, 200);
+  const session = await openSession(quick, await quick.merchantToken(), { customer_ref: 'caller-lapse', flow: 'video' });
+  const user = await registeredDocumentsClient(quick.url, session.endpoint_token, t);
+  user.send(joinFrame());
+  await user.next(isCall('queued'));
+  const row = () => quick.database.knex('video_call_queue').where({ session_id: session.session_id }).first();
+  t.is((await waitFor(async () => ((await row()).status === 'offered' ? row() : undefined))).offered_to, agents[0]!.id);
+  t.is((await quick.request('POST', AVAILABILITY, { token: agents[1]!.token, json: { available: true } })).status, 200);
+  const moved = await waitFor(async () => ((await row()).offered_to === agents[1]!.id ? row() : undefined), 10_000);
+  t.like(moved, { status: 'offered', passed_over: agents[0]!.id });
 });
 
 test.serial('an agent who disconnects mid-call: after the grace period the call ends for both, with the reason', async (t) => {

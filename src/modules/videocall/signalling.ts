@@ -36,7 +36,8 @@ const MAX_SDP_CHARS = 64 * 1024;
 const MAX_CANDIDATE_CHARS = 4 * 1024;
 /** An agent whose last socket went is given this long to come back (a page reload) before the call ends. */
 export const AGENT_GRACE_MS = 10_000;
-const OFFER_SWEEP_MS = 5_000;
+/** Margin after an offer's time is up before it is looked at: the lapse is then certainly past. */
+const LAPSE_MARGIN_MS = 200;
 
 export interface Signal {
   kind: string;
@@ -75,7 +76,8 @@ function parseSignal(value: unknown, allowed: ReadonlySet<string>): Signal {
 export class VideoCallSignalling {
   /** End users who joined on this process, by connection id: their position is pushed to them. */
   private readonly waiting = new Map<string, { client: EndUserClient; position: number | null }>();
-  private sweep: NodeJS.Timeout | undefined;
+  /** One timer per offer heard, at its lapse; gone when the process closes. */
+  private readonly lapses = new Set<NodeJS.Timeout>();
   private refreshing = false;
   private refreshAgain = false;
 
@@ -101,13 +103,31 @@ export class VideoCallSignalling {
       }),
     );
     agents.onUserGone((userId) => this.agentGone(userId));
-    hub.subscribe(CHANNELS.videoQueue, () => this.refreshPositions());
-    this.sweep = setInterval(() => void this.expire(), OFFER_SWEEP_MS);
-    this.sweep.unref();
+    hub.subscribe(CHANNELS.videoQueue, (payload) => {
+      this.refreshPositions();
+      if (offered(payload)) this.lapseAfter(this.config.videoCall.offerSeconds * 1000 + LAPSE_MARGIN_MS);
+    });
+    // Offers made before this process started lapse too.
+    this.lapseAfter(0);
   }
 
   close(): void {
-    clearInterval(this.sweep);
+    for (const timer of this.lapses) clearTimeout(timer);
+    this.lapses.clear();
+  }
+
+  /**
+   * Every process hears each offer (the queue's trigger) and looks at lapsed offers when its time
+   * is up: no polling while nobody is offered a call. Moving lapsed offers on is one update that
+   * finds nothing the second time, and offer rounds queue behind one lock, so processes may race.
+   */
+  private lapseAfter(ms: number): void {
+    const timer = setTimeout(() => {
+      this.lapses.delete(timer);
+      void this.expire();
+    }, ms);
+    timer.unref();
+    this.lapses.add(timer);
   }
 
   /** The ICE servers for one party of a session's call. */
@@ -231,5 +251,14 @@ export class VideoCallSignalling {
       event: 'error',
       data: error instanceof CallRefused ? { reason: error.reason, message: error.message } : { reason: 'server_error', message: 'The call could not go on; try again.' },
     });
+  }
+}
+
+/** Whether a queue announcement ({session_id, status}) is an offer. */
+function offered(payload: string): boolean {
+  try {
+    return (JSON.parse(payload) as { status?: unknown }).status === 'offered';
+  } catch {
+    return false;
   }
 }
